@@ -1,0 +1,183 @@
+import { randomBytes } from "node:crypto";
+import { z } from "zod";
+import { echoedMetadata, type ResponsesRequest } from "./responses-request.js";
+
+/** ResponsesResponse of spec section 2.2, plus `incomplete` as the Responses API has it. */
+
+export const responsesErrorSchema = z.object({
+  message: z.string(),
+  type: z.string().optional(),
+  param: z.string().nullable().optional(),
+  code: z.string().optional(),
+});
+export type ResponsesError = z.infer<typeof responsesErrorSchema>;
+
+export const responsesUsageSchema = z.object({
+  input_tokens: z.number().int(),
+  input_tokens_details: z.object({ cached_tokens: z.number().int() }),
+  output_tokens: z.number().int(),
+  output_tokens_details: z.object({ reasoning_tokens: z.number().int() }),
+  total_tokens: z.number().int(),
+});
+export type ResponsesUsage = z.infer<typeof responsesUsageSchema>;
+
+export const outputMessageSchema = z.object({
+  type: z.literal("message"),
+  id: z.string(),
+  status: z.enum(["completed", "incomplete"]),
+  role: z.literal("assistant"),
+  content: z.array(
+    z.object({
+      type: z.literal("output_text"),
+      text: z.string(),
+      annotations: z.array(z.unknown()),
+    }),
+  ),
+});
+
+export const responseStatusSchema = z.enum(["completed", "incomplete", "failed"]);
+export type ResponseStatus = z.infer<typeof responseStatusSchema>;
+
+export const responsesResponseSchema = z.looseObject({
+  id: z.string(),
+  object: z.literal("response"),
+  created_at: z.number().int(),
+  status: responseStatusSchema,
+  completed_at: z.number().int().nullable(),
+  error: responsesErrorSchema.nullable(),
+  incomplete_details: z.object({ reason: z.string() }).nullable(),
+  instructions: z.string().nullable(),
+  max_output_tokens: z.number().int().nullable(),
+  model: z.string(),
+  output: z.array(outputMessageSchema),
+  parallel_tool_calls: z.boolean(),
+  previous_response_id: z.string().nullable(),
+  reasoning: z.object({ effort: z.string().nullable(), summary: z.string().nullable() }),
+  store: z.boolean(),
+  temperature: z.number().nullable(),
+  text: z.object({ format: z.object({ type: z.string() }) }),
+  tool_choice: z.string(),
+  tools: z.array(z.unknown()),
+  top_p: z.number().nullable(),
+  truncation: z.enum(["auto", "disabled"]),
+  usage: responsesUsageSchema.nullable(),
+  user: z.string().nullable(),
+  metadata: z.record(z.string(), z.string()),
+});
+export type ResponsesResponse = z.infer<typeof responsesResponseSchema>;
+
+/** Ids as the Responses API shapes them: a type prefix and 48 hex digits. */
+export function newId(prefix: "resp" | "msg"): string {
+  return `${prefix}_${randomBytes(24).toString("hex")}`;
+}
+
+export function usageOf(inputTokens: number, outputTokens: number): ResponsesUsage {
+  return {
+    input_tokens: inputTokens,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: outputTokens,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: inputTokens + outputTokens,
+  };
+}
+
+/** The request settings a response echoes, with the spec's defaults. */
+type Echo = Pick<
+  ResponsesResponse,
+  | "instructions"
+  | "max_output_tokens"
+  | "model"
+  | "parallel_tool_calls"
+  | "previous_response_id"
+  | "store"
+  | "temperature"
+  | "top_p"
+  | "truncation"
+  | "metadata"
+>;
+
+function echoOf(request: Partial<ResponsesRequest>): Echo {
+  return {
+    instructions: request.instructions ?? null,
+    max_output_tokens: request.max_output_tokens ?? null,
+    model: typeof request.model === "string" ? request.model : "",
+    parallel_tool_calls: request.parallel_tool_calls ?? true,
+    previous_response_id: request.previous_response_id ?? null,
+    store: request.store ?? true,
+    temperature: request.temperature ?? null,
+    top_p: request.top_p ?? null,
+    truncation: request.truncation ?? "auto",
+    metadata: echoedMetadata(request.metadata),
+  };
+}
+
+function envelope(
+  request: Partial<ResponsesRequest>,
+  createdAt: number,
+): Omit<
+  ResponsesResponse,
+  "status" | "completed_at" | "error" | "incomplete_details" | "output" | "usage"
+> {
+  return {
+    id: newId("resp"),
+    object: "response",
+    created_at: createdAt,
+    ...echoOf(request),
+    reasoning: { effort: null, summary: null },
+    text: { format: { type: "text" } },
+    tool_choice: "auto",
+    tools: [],
+    user: null,
+  };
+}
+
+export interface CompletedGeneration {
+  text: string;
+  inputTokens: number;
+  outputTokens: number;
+  /** Set when generation stopped before its natural end. */
+  incompleteReason: "max_output_tokens" | null;
+  createdAt: number;
+  completedAt: number;
+}
+
+export function completedResponse(
+  request: ResponsesRequest,
+  result: CompletedGeneration,
+): ResponsesResponse {
+  const status = result.incompleteReason ? "incomplete" : "completed";
+  return {
+    ...envelope(request, result.createdAt),
+    status,
+    completed_at: status === "completed" ? result.completedAt : null,
+    error: null,
+    incomplete_details: result.incompleteReason ? { reason: result.incompleteReason } : null,
+    output: [
+      {
+        type: "message",
+        id: newId("msg"),
+        status,
+        role: "assistant",
+        content: [{ type: "output_text", text: result.text, annotations: [] }],
+      },
+    ],
+    usage: usageOf(result.inputTokens, result.outputTokens),
+  };
+}
+
+/** The failed Responses envelope of spec section 7 (400, 420). */
+export function failedResponse(
+  request: Partial<ResponsesRequest>,
+  error: ResponsesError,
+  createdAt: number,
+): ResponsesResponse {
+  return {
+    ...envelope(request, createdAt),
+    status: "failed",
+    completed_at: null,
+    error,
+    incomplete_details: null,
+    output: [],
+    usage: null,
+  };
+}

@@ -1,0 +1,76 @@
+import type { z } from "zod";
+import {
+  CLASSIFIER_CATEGORIES_MAX,
+  CLASSIFIER_INPUT_MAX,
+  responsesRequestSchema,
+  type ModelTask,
+  type ResponsesRequest,
+} from "./responses-request.js";
+import { parseCandidateLabels } from "./candidate-labels.js";
+
+/** A rejected field: what the failed envelope's `error.param` and `message` say. */
+export interface FieldProblem {
+  param: string;
+  message: string;
+}
+
+export type Validation =
+  { ok: true; request: ResponsesRequest } | { ok: false; problem: FieldProblem };
+
+function paramOf(issue: z.core.$ZodIssue): string {
+  return issue.path.map(String).join(".");
+}
+
+function describe(issue: z.core.$ZodIssue): FieldProblem {
+  const param = paramOf(issue);
+  if (issue.code === "invalid_type" && issue.input === undefined) {
+    return { param, message: `Missing required parameter: '${param}'.` };
+  }
+  return { param, message: `Invalid '${param}': ${issue.message}` };
+}
+
+/** Validates a parsed JSON body; the first problem is the one reported. */
+export function validateRequest(body: unknown): Validation {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    return {
+      ok: false,
+      problem: { param: "", message: "The request body must be a JSON object." },
+    };
+  }
+  const parsed = responsesRequestSchema.safeParse(body);
+  if (!parsed.success) {
+    const first = parsed.error.issues[0];
+    if (!first) return { ok: false, problem: { param: "", message: "Invalid request body." } };
+    return { ok: false, problem: describe(first) };
+  }
+  return { ok: true, request: parsed.data };
+}
+
+/**
+ * The classifier variant's limits (spec section 2.1 and 8), checked once the
+ * model, and so its task, is known.
+ */
+export function checkForTask(request: ResponsesRequest, task: ModelTask): FieldProblem | null {
+  if (task !== "zero-shot-classification") return null;
+  if (request.input.length > CLASSIFIER_INPUT_MAX) {
+    return {
+      param: "input",
+      message: `Invalid 'input': ${request.input.length} characters; a classifier takes 1 to ${CLASSIFIER_INPUT_MAX}.`,
+    };
+  }
+  const labels = parseCandidateLabels(request);
+  if (labels.length === 0) {
+    return {
+      param: "categories",
+      message:
+        "Missing candidate labels: send 'categories' or a comma-separated or bracketed list in 'instructions'.",
+    };
+  }
+  if (labels.length > CLASSIFIER_CATEGORIES_MAX) {
+    return {
+      param: "categories",
+      message: `Invalid 'categories': ${labels.length} labels; at most ${CLASSIFIER_CATEGORIES_MAX} are allowed.`,
+    };
+  }
+  return null;
+}

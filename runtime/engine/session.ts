@@ -1,0 +1,92 @@
+import * as ort from "onnxruntime-node";
+
+/**
+ * The only module that imports onnxruntime-node. Everything above it speaks in
+ * plain typed arrays and the small `Tensor` shape below, so the engine can be
+ * read without the ORT API in mind.
+ */
+
+export type TensorType = "float32" | "int64" | "float16" | "int32" | "bool" | "uint8" | "int8";
+
+export interface TensorData {
+  type: TensorType;
+  data: Float32Array | BigInt64Array | Int32Array | Uint8Array | Int8Array | Uint16Array;
+  dims: readonly number[];
+}
+
+export interface ValueInfo {
+  name: string;
+  type: string;
+  /** Symbolic dims are strings, fixed ones numbers; empty when unknown. */
+  shape: ReadonlyArray<number | string>;
+}
+
+export interface SessionOptions {
+  intraOpThreads: number;
+}
+
+export class ModelSession {
+  readonly inputs: readonly ValueInfo[];
+  readonly outputs: readonly ValueInfo[];
+
+  private constructor(private readonly session: ort.InferenceSession) {
+    this.inputs = session.inputMetadata.map(toValueInfo);
+    this.outputs = session.outputMetadata.map(toValueInfo);
+  }
+
+  static async open(path: string, options: SessionOptions): Promise<ModelSession> {
+    const session = await ort.InferenceSession.create(path, {
+      executionProviders: ["cpu"],
+      graphOptimizationLevel: "all",
+      intraOpNumThreads: options.intraOpThreads,
+      interOpNumThreads: 1,
+      executionMode: "sequential",
+      enableCpuMemArena: true,
+      enableMemPattern: true,
+    });
+    return new ModelSession(session);
+  }
+
+  input(name: string): ValueInfo | undefined {
+    return this.inputs.find((info) => info.name === name);
+  }
+
+  async run(
+    feeds: Record<string, TensorData>,
+    outputNames?: readonly string[],
+  ): Promise<Record<string, TensorData>> {
+    const ortFeeds: Record<string, ort.Tensor> = {};
+    for (const [name, tensor] of Object.entries(feeds)) {
+      ortFeeds[name] = new ort.Tensor(tensor.type, tensor.data, tensor.dims);
+    }
+    const results = outputNames
+      ? await this.session.run(ortFeeds, outputNames)
+      : await this.session.run(ortFeeds);
+    const out: Record<string, TensorData> = {};
+    for (const [name, value] of Object.entries(results)) {
+      out[name] = {
+        type: value.type as TensorType,
+        data: value.data as TensorData["data"],
+        dims: value.dims,
+      };
+    }
+    return out;
+  }
+
+  async release(): Promise<void> {
+    await this.session.release();
+  }
+}
+
+function toValueInfo(meta: ort.InferenceSession.ValueMetadata): ValueInfo {
+  if (!meta.isTensor) return { name: meta.name, type: "non-tensor", shape: [] };
+  return { name: meta.name, type: meta.type, shape: meta.shape };
+}
+
+export function int64Tensor(values: BigInt64Array, dims: readonly number[]): TensorData {
+  return { type: "int64", data: values, dims };
+}
+
+export function float32Tensor(values: Float32Array, dims: readonly number[]): TensorData {
+  return { type: "float32", data: values, dims };
+}

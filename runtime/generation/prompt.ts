@@ -1,0 +1,65 @@
+import { Template } from "@huggingface/jinja";
+import type { TextTokenizer } from "../engine/tokenizer.js";
+
+/**
+ * Turns `instructions` and `input` into prompt token ids: through the
+ * tokenizer's chat template when the model has one (instructions as the
+ * system message, input as the user message, the generation prompt added),
+ * and as plain text otherwise.
+ */
+export class PromptBuilder {
+  private readonly template: Template | null;
+  private readonly specialTokens: Record<string, string>;
+
+  constructor(
+    private readonly tokenizer: TextTokenizer,
+    tokenizerConfig: Record<string, unknown>,
+  ) {
+    const source = chatTemplateSource(tokenizerConfig.chat_template);
+    this.template = source ? new Template(source) : null;
+    this.specialTokens = {};
+    for (const name of ["bos_token", "eos_token", "pad_token", "unk_token"]) {
+      const token = tokenText(tokenizerConfig[name]);
+      if (token !== undefined) this.specialTokens[name] = token;
+    }
+  }
+
+  get usesChatTemplate(): boolean {
+    return this.template !== null;
+  }
+
+  render(instructions: string | undefined, input: string): string {
+    if (!this.template) return instructions ? `${instructions}\n\n${input}` : input;
+    const messages = [
+      ...(instructions !== undefined ? [{ role: "system", content: instructions }] : []),
+      { role: "user", content: input },
+    ];
+    return this.template.render({ messages, add_generation_prompt: true, ...this.specialTokens });
+  }
+
+  /** A rendered chat template already holds its special tokens; plain text gets the tokenizer's. */
+  encode(instructions: string | undefined, input: string): number[] {
+    return this.tokenizer.encode(this.render(instructions, input), {
+      addSpecialTokens: !this.template,
+    }).ids;
+  }
+}
+
+function chatTemplateSource(value: unknown): string | null {
+  if (typeof value === "string") return value;
+  // Some tokenizers ship named templates: [{ name: "default", template }].
+  if (Array.isArray(value)) {
+    const named = value as Array<{ name?: string; template?: string }>;
+    return (named.find((t) => t.name === "default") ?? named[0])?.template ?? null;
+  }
+  return null;
+}
+
+function tokenText(value: unknown): string | undefined {
+  if (typeof value === "string") return value;
+  if (typeof value === "object" && value !== null && "content" in value) {
+    const content = (value as { content: unknown }).content;
+    return typeof content === "string" ? content : undefined;
+  }
+  return undefined;
+}

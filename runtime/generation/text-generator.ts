@@ -1,0 +1,99 @@
+import type { ResponsesRequest } from "../../api/responses-request.js";
+import { RuntimeErrors } from "../errors.js";
+import type { ModelSession } from "../engine/session.js";
+import type { TextTokenizer } from "../engine/tokenizer.js";
+import { truncateStart } from "../engine/truncate-text.js";
+import { decideTokenLimit, type OverflowPolicy } from "../token-limit.js";
+import type { DecoderIO } from "./decoder-io.js";
+import { generate } from "./generate.js";
+import type { PromptBuilder } from "./prompt.js";
+import { chooseSampler } from "./sampler.js";
+
+/** A request turned into prompt ids, within the token limit. */
+export interface PreparedGeneration {
+  promptIds: number[];
+  maxNewTokens: number;
+  /** True when max_output_tokens, not the token limit, bounds the output. */
+  boundByRequest: boolean;
+  temperature: number | null | undefined;
+  topP: number | null | undefined;
+}
+
+export interface GenerationOutcome {
+  text: string;
+  inputTokens: number;
+  outputTokens: number;
+  incomplete: boolean;
+  firstTokenMs: number;
+}
+
+export interface GeneratorLimits {
+  /** The InferenceModel's maxTokens, already clamped to the model's context. */
+  maxTokens: number;
+  policy: OverflowPolicy;
+}
+
+export class TextGenerator {
+  constructor(
+    private readonly session: ModelSession,
+    private readonly io: DecoderIO,
+    private readonly tokenizer: TextTokenizer,
+    private readonly prompt: PromptBuilder,
+    private readonly eosIds: ReadonlySet<number>,
+    readonly limits: GeneratorLimits,
+  ) {}
+
+  /** Tokenizes and applies the token limit; throws the 420 error when it must. */
+  prepare(request: ResponsesRequest): PreparedGeneration {
+    const { maxTokens, policy } = this.limits;
+    let promptIds = this.prompt.encode(request.instructions, request.input);
+    const decision = decideTokenLimit({
+      inputTokens: promptIds.length,
+      maxTokens,
+      policy,
+      truncation: request.truncation,
+      reserve: request.max_output_tokens ?? 0,
+    });
+    if (decision.kind === "reject") {
+      throw RuntimeErrors.contextLengthExceeded(promptIds.length, decision.limit);
+    }
+    if (decision.kind === "truncate") {
+      const measure = (text: string) => this.prompt.encode(request.instructions, text).length;
+      const kept = truncateStart(this.tokenizer, request.input, decision.budget, measure);
+      if (kept === null) {
+        throw RuntimeErrors.contextLengthExceeded(promptIds.length, decision.budget);
+      }
+      promptIds = this.prompt.encode(request.instructions, kept);
+    }
+    const room = maxTokens - promptIds.length;
+    const requested = request.max_output_tokens ?? Infinity;
+    return {
+      promptIds,
+      maxNewTokens: Math.max(0, Math.min(room, requested)),
+      boundByRequest: requested <= room,
+      temperature: request.temperature,
+      topP: request.top_p,
+    };
+  }
+
+  async run(
+    prepared: PreparedGeneration,
+    random: () => number,
+    signal?: AbortSignal,
+  ): Promise<GenerationOutcome> {
+    const result = await generate(this.session, this.io, {
+      promptIds: prepared.promptIds,
+      maxNewTokens: prepared.maxNewTokens,
+      eosIds: this.eosIds,
+      signal,
+      sampler: chooseSampler({ temperature: prepared.temperature, topP: prepared.topP }, random),
+    });
+    return {
+      text: this.tokenizer.decode(result.ids),
+      inputTokens: prepared.promptIds.length,
+      outputTokens: result.ids.length,
+      incomplete: result.stopReason !== "eos",
+      firstTokenMs: result.firstTokenMs,
+    };
+  }
+}

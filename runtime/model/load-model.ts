@@ -1,0 +1,163 @@
+import type { ModelTask } from "../../api/responses-request.js";
+import { modelLoadError } from "../errors.js";
+import { ModelSession } from "../engine/session.js";
+import { TextTokenizer } from "../engine/tokenizer.js";
+import { readDecoderIO } from "../generation/decoder-io.js";
+import { PromptBuilder } from "../generation/prompt.js";
+import { eosIdsFrom } from "../generation/stopping.js";
+import { TextGenerator } from "../generation/text-generator.js";
+import type { ZeroShotClassifier } from "../classify/classifier.js";
+import { DEFAULT_NLI_TEMPLATE, NliClassifier, nliLabelsFrom } from "../classify/nli-classifier.js";
+import {
+  DEFAULT_SIMILARITY_TEMPLATE,
+  SimilarityClassifier,
+  poolingFrom,
+  type Calibration,
+} from "../classify/similarity-classifier.js";
+import type { OverflowPolicy } from "../token-limit.js";
+import { configNumber, readModelFolder, type ModelFolder } from "./model-folder.js";
+
+export type ZeroShotMethod = "nli" | "similarity";
+
+export interface LoadOptions {
+  path: string;
+  onnxFile?: string | undefined;
+  task?: ModelTask | undefined;
+  zeroShotMethod?: ZeroShotMethod | undefined;
+  /** The InferenceModel's maxTokens; defaults to the model's context length. */
+  maxTokens?: number | undefined;
+  overflow: OverflowPolicy;
+  threads: number;
+  hypothesisTemplate?: string | undefined;
+  calibration?: Partial<Calibration> | undefined;
+}
+
+export type LoadedModel =
+  | { task: "text-generation"; generator: TextGenerator; session: ModelSession; notes: string[] }
+  | {
+      task: "zero-shot-classification";
+      classifier: ZeroShotClassifier;
+      session: ModelSession;
+      notes: string[];
+    };
+
+/** The task a folder holds, from its architecture or sentence-transformers files. */
+export function inferTask(folder: ModelFolder): ModelTask {
+  const architectures = (folder.config.architectures as string[] | undefined) ?? [];
+  if (architectures.some((a) => /ForCausalLM|LMHeadModel/.test(a))) return "text-generation";
+  if (architectures.some((a) => /ForSequenceClassification/.test(a))) {
+    return "zero-shot-classification";
+  }
+  if (folder.modules) return "zero-shot-classification";
+  throw modelLoadError(
+    `${folder.path}: cannot tell the task from config.json architectures ${JSON.stringify(architectures)}; set --task`,
+  );
+}
+
+export function inferZeroShotMethod(folder: ModelFolder): ZeroShotMethod {
+  const id2label = folder.config.id2label as Record<string, string> | undefined;
+  const isNli = Object.values(id2label ?? {}).some((l) => /^entail/i.test(String(l)));
+  if (isNli) return "nli";
+  if (folder.modules || folder.pooling) return "similarity";
+  throw modelLoadError(
+    `${folder.path}: not an NLI classifier (no entailment label) nor a sentence-transformers model (no modules.json)`,
+  );
+}
+
+/** The longest sequence the model's position embeddings take. */
+export function contextLengthOf(folder: ModelFolder): number {
+  const fromConfig = configNumber(
+    [folder.config],
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+  );
+  const fromTokenizer = configNumber([folder.tokenizerConfig], "model_max_length");
+  // sentence-transformers models are trained on shorter sequences than BERT allows.
+  const fromSentence = configNumber([folder.sentenceConfig], "max_seq_length");
+  const candidates = [fromConfig, fromTokenizer, fromSentence].filter(
+    (n): n is number => n !== undefined && n > 0 && n < 1e7,
+  );
+  if (candidates.length === 0) {
+    throw modelLoadError(
+      `${folder.path}: config.json gives no context length (max_position_embeddings)`,
+    );
+  }
+  return Math.min(...candidates);
+}
+
+function padIdOf(folder: ModelFolder, tokenizer: TextTokenizer): number {
+  const fromConfig = configNumber([folder.config], "pad_token_id");
+  if (fromConfig !== undefined) return fromConfig;
+  const padToken = folder.tokenizerConfig.pad_token;
+  const id = typeof padToken === "string" ? tokenizer.tokenId(padToken) : undefined;
+  return id ?? 0;
+}
+
+export async function loadModel(options: LoadOptions): Promise<LoadedModel> {
+  const folder = await readModelFolder(options.path, options.onnxFile);
+  const task = options.task ?? inferTask(folder);
+  const tokenizer = new TextTokenizer(folder.tokenizerJson, folder.tokenizerConfig);
+  const contextLength = contextLengthOf(folder);
+  const notes: string[] = [];
+  let maxTokens = options.maxTokens ?? contextLength;
+  if (maxTokens > contextLength) {
+    notes.push(
+      `maxTokens ${maxTokens} is above the model's context of ${contextLength}; using ${contextLength}`,
+    );
+    maxTokens = contextLength;
+  }
+
+  let session: ModelSession;
+  try {
+    session = await ModelSession.open(folder.onnxPath, { intraOpThreads: options.threads });
+  } catch (error) {
+    throw modelLoadError(
+      `${folder.onnxPath}: onnxruntime cannot load the graph: ${String(error)}`,
+      error,
+    );
+  }
+
+  if (task === "text-generation") {
+    const io = readDecoderIO(session.inputs, session.outputs, folder);
+    const eosIds = eosIdsFrom(folder.generationConfig, folder.config);
+    if (eosIds.size === 0)
+      notes.push("no eos_token_id in the model's configs: output ends only at a limit");
+    const prompt = new PromptBuilder(tokenizer, folder.tokenizerConfig);
+    const generator = new TextGenerator(session, io, tokenizer, prompt, eosIds, {
+      maxTokens,
+      policy: options.overflow,
+    });
+    return { task, generator, session, notes };
+  }
+
+  const method = options.zeroShotMethod ?? inferZeroShotMethod(folder);
+  const hasTokenTypes = session.inputs.some((input) => input.name === "token_type_ids");
+  const padId = padIdOf(folder, tokenizer);
+  const common = { maxTokens, policy: options.overflow, contextLength, padId, hasTokenTypes };
+  if (method === "nli") {
+    if (!session.outputs.some((output) => output.name === "logits")) {
+      throw modelLoadError(`${folder.path}: an NLI classifier needs a 'logits' output`);
+    }
+    const classifier = new NliClassifier(session, tokenizer, {
+      ...common,
+      hypothesisTemplate: options.hypothesisTemplate ?? DEFAULT_NLI_TEMPLATE,
+      labels: nliLabelsFrom(folder.config, folder.path),
+    });
+    return { task, classifier, session, notes };
+  }
+  const hidden = session.outputs.find((o) => o.name === "last_hidden_state") ?? session.outputs[0];
+  if (!hidden || hidden.shape.length !== 3) {
+    throw modelLoadError(
+      `${folder.path}: a sentence-embedding model needs a [batch, seq, hidden] output`,
+    );
+  }
+  const classifier = new SimilarityClassifier(session, tokenizer, {
+    ...common,
+    outputName: hidden.name,
+    pooling: poolingFrom(folder.pooling),
+    hypothesisTemplate: options.hypothesisTemplate ?? DEFAULT_SIMILARITY_TEMPLATE,
+    calibration: options.calibration,
+  });
+  return { task, classifier, session, notes };
+}

@@ -1,0 +1,30 @@
+/**
+ * The token-limit decision of spec section 7 (420) as a pure function. The
+ * model's `maxTokens` and overflow policy come from its InferenceModel.
+ */
+export type OverflowPolicy = "truncate" | "error";
+
+export interface TokenLimitInput {
+  inputTokens: number;
+  maxTokens: number;
+  policy: OverflowPolicy;
+  truncation: "auto" | "disabled";
+  /** Tokens kept free for the output (max_output_tokens for generation, 0 otherwise). */
+  reserve: number;
+}
+
+export type TokenLimitDecision =
+  { kind: "fits" } | { kind: "truncate"; budget: number } | { kind: "reject"; limit: number };
+
+export function decideTokenLimit(input: TokenLimitInput): TokenLimitDecision {
+  const canTruncate = input.policy === "truncate" && input.truncation === "auto";
+  if (!canTruncate) {
+    return input.inputTokens > input.maxTokens
+      ? { kind: "reject", limit: input.maxTokens }
+      : { kind: "fits" };
+  }
+  // Leave room for the output, but never so much that no input fits at all.
+  const reserve = Math.min(Math.max(0, input.reserve), input.maxTokens - 1);
+  const budget = input.maxTokens - reserve;
+  return input.inputTokens > budget ? { kind: "truncate", budget } : { kind: "fits" };
+}
