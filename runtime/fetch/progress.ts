@@ -32,6 +32,8 @@ export class FileProgress {
   ) {}
 
   update(bytes: number, total: number | undefined): void {
+    // The last chunk is reported by finish(), once, after verification.
+    if (bytes === total) return;
     const now = this.sink.now();
     if (now - this.last < this.sink.intervalMs) return;
     this.last = now;
