@@ -38,7 +38,7 @@ export const outputMessageSchema = z.object({
 export const responseStatusSchema = z.enum(["completed", "incomplete", "failed"]);
 export type ResponseStatus = z.infer<typeof responseStatusSchema>;
 
-export const responsesResponseSchema = z.looseObject({
+export const responsesResponseSchema = z.object({
   id: z.string(),
   object: z.literal("response"),
   created_at: z.number().int(),
@@ -96,23 +96,34 @@ type Echo = Pick<
   | "metadata"
 >;
 
-function echoOf(request: Partial<ResponsesRequest>): Echo {
+/**
+ * Echoes only well-typed settings: a failed envelope for a bad body must not
+ * repeat the bad value in a field whose type the response promises.
+ */
+function echoOf(request: Partial<Record<keyof ResponsesRequest, unknown>>): Echo {
+  const str = (v: unknown) => (typeof v === "string" ? v : null);
+  const num = (v: unknown) => (typeof v === "number" ? v : null);
+  const bool = (v: unknown, fallback: boolean) => (typeof v === "boolean" ? v : fallback);
+  const metadata =
+    typeof request.metadata === "object" && request.metadata !== null
+      ? (request.metadata as Record<string, unknown>)
+      : undefined;
   return {
-    instructions: request.instructions ?? null,
-    max_output_tokens: request.max_output_tokens ?? null,
-    model: typeof request.model === "string" ? request.model : "",
-    parallel_tool_calls: request.parallel_tool_calls ?? true,
-    previous_response_id: request.previous_response_id ?? null,
-    store: request.store ?? true,
-    temperature: request.temperature ?? null,
-    top_p: request.top_p ?? null,
-    truncation: request.truncation ?? "auto",
-    metadata: echoedMetadata(request.metadata),
+    instructions: str(request.instructions),
+    max_output_tokens: num(request.max_output_tokens),
+    model: str(request.model) ?? "",
+    parallel_tool_calls: bool(request.parallel_tool_calls, true),
+    previous_response_id: str(request.previous_response_id),
+    store: bool(request.store, true),
+    temperature: num(request.temperature),
+    top_p: num(request.top_p),
+    truncation: request.truncation === "disabled" ? "disabled" : "auto",
+    metadata: echoedMetadata(metadata),
   };
 }
 
 function envelope(
-  request: Partial<ResponsesRequest>,
+  request: Partial<Record<keyof ResponsesRequest, unknown>>,
   createdAt: number,
 ): Omit<
   ResponsesResponse,
@@ -167,7 +178,7 @@ export function completedResponse(
 
 /** The failed Responses envelope of spec section 7 (400, 420). */
 export function failedResponse(
-  request: Partial<ResponsesRequest>,
+  request: Partial<Record<keyof ResponsesRequest, unknown>>,
   error: ResponsesError,
   createdAt: number,
 ): ResponsesResponse {

@@ -10,7 +10,7 @@ import { parseCandidateLabels } from "./candidate-labels.js";
 
 /** A rejected field: what the failed envelope's `error.param` and `message` say. */
 export interface FieldProblem {
-  param: string;
+  param: string | null;
   message: string;
 }
 
@@ -21,9 +21,18 @@ function paramOf(issue: z.core.$ZodIssue): string {
   return issue.path.map(String).join(".");
 }
 
-function describe(issue: z.core.$ZodIssue): FieldProblem {
+function valueAt(body: object, path: readonly PropertyKey[]): unknown {
+  let value: unknown = body;
+  for (const key of path) {
+    if (typeof value !== "object" || value === null) return undefined;
+    value = (value as Record<PropertyKey, unknown>)[key];
+  }
+  return value;
+}
+
+function describe(issue: z.core.$ZodIssue, body: object): FieldProblem {
   const param = paramOf(issue);
-  if (issue.code === "invalid_type" && issue.input === undefined) {
+  if (issue.code === "invalid_type" && valueAt(body, issue.path) === undefined) {
     return { param, message: `Missing required parameter: '${param}'.` };
   }
   return { param, message: `Invalid '${param}': ${issue.message}` };
@@ -34,14 +43,14 @@ export function validateRequest(body: unknown): Validation {
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
     return {
       ok: false,
-      problem: { param: "", message: "The request body must be a JSON object." },
+      problem: { param: null, message: "The request body must be a JSON object." },
     };
   }
   const parsed = responsesRequestSchema.safeParse(body);
   if (!parsed.success) {
     const first = parsed.error.issues[0];
-    if (!first) return { ok: false, problem: { param: "", message: "Invalid request body." } };
-    return { ok: false, problem: describe(first) };
+    if (!first) return { ok: false, problem: { param: null, message: "Invalid request body." } };
+    return { ok: false, problem: describe(first, body) };
   }
   return { ok: true, request: parsed.data };
 }

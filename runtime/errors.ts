@@ -5,23 +5,11 @@ import { CodedError, defineError } from "../lib/coded-error.js";
  * docs/errors.md; a retired code is never reused.
  */
 export const RuntimeErrors = {
-  invalidJson: defineError(
-    "invalid_json",
-    400,
-    "invalid_request_error",
-    (detail: string) => `The request body is not valid JSON: ${detail}`,
-  ),
-  unsupportedContentType: defineError(
-    "unsupported_content_type",
-    400,
-    "invalid_request_error",
-    (got: string) => `Content-Type must be application/json; got '${got}'.`,
-  ),
   invalidRequest: defineError(
     "invalid_request",
     400,
     "invalid_request_error",
-    (message: string, _param: string) => message,
+    (message: string, _param: string | null) => message,
     (_message, param) => ({ param }),
   ),
   modelNotFound: defineError(
@@ -31,12 +19,6 @@ export const RuntimeErrors = {
     (model: string, served: string) =>
       `The model '${model}' does not exist here; this runtime serves '${served}'.`,
     () => ({ param: "model" }),
-  ),
-  bodyTooLarge: defineError(
-    "request_too_large",
-    413,
-    "invalid_request_error",
-    (limit: number) => `The request body is larger than ${limit} bytes.`,
   ),
   contextLengthExceeded: defineError(
     "context_length_exceeded",

@@ -1,0 +1,64 @@
+#!/usr/bin/env node
+import { Command, Option } from "commander";
+
+/**
+ * The one command-line entry: every role of the image is a subcommand, so
+ * one container image serves them all. Each subcommand loads its component
+ * lazily; the gateway does not pay for onnxruntime.
+ */
+const program = new Command("modelgate").description(
+  "Model inference on Kubernetes behind a Responses-style HTTP API",
+);
+
+const runtime = program.command("runtime").description("the model server inside an inference pod");
+
+runtime
+  .command("serve")
+  .description("serve one ONNX model on POST /v1/responses")
+  .option("--model-path <dir>", "model folder (Hugging Face / Optimum ONNX layout)")
+  .option("--model-id <id>", "the model id clients send (default: the folder's name)")
+  .option("--onnx-file <path>", "graph file inside the folder (default: onnx/model.onnx, ...)")
+  .addOption(new Option("--task <task>").choices(["text-generation", "zero-shot-classification"]))
+  .addOption(new Option("--zero-shot-method <method>").choices(["nli", "similarity"]))
+  .option("--max-tokens <n>", "input token limit (default: the model's context length)")
+  .addOption(new Option("--overflow <policy>", "past maxTokens").choices(["truncate", "error"]))
+  .option("--threads <n>", "intra-op threads (default: the cgroup CPU limit)")
+  .option("--host <host>", "listen address (default 0.0.0.0)")
+  .option("--port <port>", "listen port (default 8080)")
+  .option("--max-batch-size <n>", "classification requests per model run")
+  .option("--batch-window-ms <ms>", "how long a classification batch waits to fill")
+  .option("--generation-concurrency <n>", "generations decoded at once")
+  .option("--max-queue <n>", "waiting requests before 429")
+  .option("--hypothesis-template <text>", "zero-shot hypothesis, with {} for the label")
+  .option("--log-level <level>")
+  .action(async (flags: Record<string, unknown>) => {
+    const { serveRuntime } = await import("../runtime/main.js");
+    await serveRuntime(flags);
+  });
+
+runtime
+  .command("fetch")
+  .description("copy a model from its source URI into a folder, atomically")
+  .requiredOption(
+    "--source <uri>",
+    "file://, https://, hf://org/name@revision or s3://bucket/prefix",
+  )
+  .requiredOption("--dest <dir>", "destination folder")
+  .option("--revision <rev>", "hf:// revision (overrides @revision in the URI)")
+  .option(
+    "--sha256 <path=hex>",
+    "expected sha256 of a file (repeatable)",
+    (value: string, previous: string[]) => [...previous, value],
+    [] as string[],
+  )
+  .option("--checksums-file <file>", "sha256sum-format file of expected digests")
+  .option("--endpoint <url>", "hub or S3 endpoint")
+  .action(async (flags: { source: string; dest: string }) => {
+    const { runFetchCommand } = await import("../runtime/fetch/cli.js");
+    process.exitCode = await runFetchCommand(flags);
+  });
+
+program.parseAsync(process.argv).catch((error: unknown) => {
+  process.stderr.write(`modelgate: ${(error as Error).message}\n`);
+  process.exitCode = 1;
+});

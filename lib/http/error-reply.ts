@@ -1,0 +1,62 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import { failedResponse } from "../../api/responses-response.js";
+import { isCodedError, type CodedError } from "../coded-error.js";
+import { HttpErrors } from "./http-errors.js";
+
+/**
+ * Turns any thrown value into the spec's answer, in one place (spec section
+ * 7). Request errors (400, 413, 420) get the failed Responses envelope;
+ * overload and availability errors get the ErrorEnvelope with Retry-After;
+ * anything unexpected is the opaque 500, logged once with its cause.
+ */
+
+/** Fastify's own request errors, mapped onto our codes. */
+function fromFastify(error: FastifyError): CodedError | null {
+  switch (error.code) {
+    case "FST_ERR_CTP_BODY_TOO_LARGE":
+      return HttpErrors.bodyTooLarge(error.message);
+    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+      return HttpErrors.unsupportedContentType(error.message);
+    case "FST_ERR_CTP_EMPTY_JSON_BODY":
+    case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
+      return HttpErrors.invalidJson("the body is empty or shorter than its Content-Length");
+    default:
+      return null;
+  }
+}
+
+export const INTERNAL_ERROR_BODY = {
+  error: { type: "internal_error", message: "Internal error" },
+} as const;
+
+export function sendError(
+  error: unknown,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  now: () => number,
+): FastifyReply {
+  const coded = isCodedError(error) ? error : fromFastify(error as FastifyError);
+  if (!coded || (coded.statusCode >= 500 && coded.statusCode !== 503)) {
+    request.log.error({ err: error }, "request failed");
+    return reply.code(500).send(INTERNAL_ERROR_BODY);
+  }
+  if (coded.retryAfterSeconds !== undefined) {
+    reply.header("retry-after", String(coded.retryAfterSeconds));
+  }
+  const detail = {
+    message: coded.message,
+    type: coded.type,
+    param: coded.param,
+    code: coded.code,
+  };
+  if (coded.statusCode === 429 || coded.statusCode === 503) {
+    return reply.code(coded.statusCode).send({ error: detail });
+  }
+  request.log.info({ code: coded.code, param: coded.param }, "request refused");
+  const body = isRecord(request.body) ? (request.body as Record<string, unknown>) : {};
+  return reply.code(coded.statusCode).send(failedResponse(body, detail, Math.floor(now() / 1000)));
+}
+
+function isRecord(value: unknown): boolean {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

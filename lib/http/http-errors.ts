@@ -1,0 +1,23 @@
+import { defineError } from "../coded-error.js";
+
+/** Errors of the HTTP layer that every server of ours shares. Listed in docs/errors.md. */
+export const HttpErrors = {
+  invalidJson: defineError(
+    "invalid_json",
+    400,
+    "invalid_request_error",
+    (detail: string) => `The request body is not valid JSON: ${detail}`,
+  ),
+  unsupportedContentType: defineError(
+    "unsupported_content_type",
+    400,
+    "invalid_request_error",
+    (got: string) => `Content-Type must be application/json; got '${got}'.`,
+  ),
+  bodyTooLarge: defineError(
+    "request_too_large",
+    413,
+    "invalid_request_error",
+    (detail: string) => `The request body is too large: ${detail}`,
+  ),
+} as const;

@@ -1,0 +1,59 @@
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import type { Logger } from "../lib/logger.js";
+import { sendError } from "../lib/http/error-reply.js";
+import { acceptJsonBodiesOnly } from "../lib/http/json-body.js";
+import type { RuntimeMetrics } from "./metrics.js";
+import type { ModelService } from "./model-service.js";
+import { healthRoutes } from "./routes/health.route.js";
+import { responsesRoute } from "./routes/responses.route.js";
+
+/** What the routes need; built by `buildRuntime`'s caller, never from globals. */
+export interface RuntimeContext {
+  modelId: string;
+  /** Null until the model is loaded and warmed. */
+  service: () => ModelService | null;
+  metrics: RuntimeMetrics;
+  now: () => number;
+}
+
+export interface RuntimeDeps extends RuntimeContext {
+  logger: Logger;
+  /** Largest request body accepted, in bytes. */
+  bodyLimit?: number;
+}
+
+/** 131072 characters of input, each up to 4 UTF-8 bytes, plus the rest of the body. */
+export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+
+/** The runtime's HTTP server, not yet listening. */
+export function buildRuntime(deps: RuntimeDeps): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    bodyLimit: deps.bodyLimit ?? DEFAULT_BODY_LIMIT,
+    // One line per request is the gateway's job; the runtime logs what goes wrong.
+    logController: new LogController({ disableRequestLogging: true }),
+  });
+  const context: RuntimeContext = {
+    modelId: deps.modelId,
+    service: deps.service,
+    metrics: deps.metrics,
+    now: deps.now,
+  };
+  acceptJsonBodiesOnly(app);
+  app.setErrorHandler((error, request, reply) => sendError(error, request, reply, deps.now));
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({
+      error: {
+        message: `No route for ${request.method} ${request.url}`,
+        type: "invalid_request_error",
+        code: "not_found",
+      },
+    }),
+  );
+  app.addHook("onResponse", async (_request, reply) => {
+    deps.metrics.requests.inc({ status_code: String(reply.statusCode) });
+  });
+  healthRoutes(app, context);
+  responsesRoute(app, context);
+  return app;
+}

@@ -1,0 +1,63 @@
+import { basename } from "node:path";
+import { z } from "zod";
+import { DEFAULT_THROUGHPUT } from "./model-service.js";
+
+/**
+ * `modelgate runtime serve` settings: flags first, then MODELGATE_* variables
+ * (what the operator sets on the pod), then defaults. Parsed once, with zod,
+ * so a bad value stops start-up with the setting's name in the message.
+ */
+const positiveInt = z.coerce.number().int().positive();
+
+export const serveConfigSchema = z.object({
+  modelPath: z
+    .string()
+    .min(1, "the model folder is required (--model-path or MODELGATE_MODEL_PATH)"),
+  modelId: z.string().min(1).optional(),
+  onnxFile: z.string().optional(),
+  task: z.enum(["text-generation", "zero-shot-classification"]).optional(),
+  zeroShotMethod: z.enum(["nli", "similarity"]).optional(),
+  maxTokens: positiveInt.optional(),
+  overflow: z.enum(["truncate", "error"]).default("truncate"),
+  threads: positiveInt.optional(),
+  host: z.string().default("0.0.0.0"),
+  port: z.coerce.number().int().min(0).max(65535).default(8080),
+  maxBatchSize: positiveInt.default(DEFAULT_THROUGHPUT.maxBatchSize),
+  batchWindowMs: z.coerce.number().min(0).default(DEFAULT_THROUGHPUT.batchWindowMs),
+  generationConcurrency: positiveInt.default(DEFAULT_THROUGHPUT.generationConcurrency),
+  maxQueue: positiveInt.default(DEFAULT_THROUGHPUT.maxQueue),
+  hypothesisTemplate: z
+    .string()
+    .refine((t) => t.includes("{}"), "the hypothesis template needs a {} for the label")
+    .optional(),
+  logLevel: z.string().default("info"),
+});
+
+export type ServeConfig = z.infer<typeof serveConfigSchema> & { modelId: string };
+
+/** Environment variable of each setting: MODELGATE_ + its name in SNAKE_CASE. */
+export function envName(key: string): string {
+  return `MODELGATE_${key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
+}
+
+export function parseServeConfig(
+  flags: Record<string, unknown>,
+  env: NodeJS.ProcessEnv,
+): ServeConfig {
+  const merged: Record<string, unknown> = {};
+  for (const key of Object.keys(serveConfigSchema.shape)) {
+    merged[key] = flags[key] ?? env[envName(key)];
+  }
+  const parsed = serveConfigSchema.safeParse(merged);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const key = String(issue.path[0] ?? "");
+    throw new Error(`invalid setting ${key} (--${kebab(key)} / ${envName(key)}): ${issue.message}`);
+  }
+  const modelId = parsed.data.modelId ?? basename(parsed.data.modelPath.replace(/\/+$/, ""));
+  return { ...parsed.data, modelId };
+}
+
+function kebab(key: string): string {
+  return key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+}

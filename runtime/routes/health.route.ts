@@ -1,0 +1,22 @@
+import type { FastifyInstance } from "fastify";
+import type { RuntimeContext } from "../app.js";
+
+/**
+ * KServe's v2 health paths. Live while the process serves HTTP; ready only
+ * once the model is loaded and warmed, so no pod gets traffic before then.
+ */
+export function healthRoutes(app: FastifyInstance, context: RuntimeContext): void {
+  app.get("/v2/health/live", () => ({ live: true }));
+  app.get("/v2/health/ready", async (_request, reply) => {
+    const ready = context.service() !== null;
+    return reply.code(ready ? 200 : 503).send({ ready });
+  });
+  app.get("/metrics", async (_request, reply) => {
+    const service = context.service();
+    context.metrics.queueDepth.set(service?.queueDepth ?? 0);
+    context.metrics.inFlight.set(service?.inFlight ?? 0);
+    return reply
+      .header("content-type", context.metrics.registry.contentType)
+      .send(await context.metrics.registry.metrics());
+  });
+}

@@ -1,0 +1,54 @@
+import type { FastifyReply } from "fastify";
+import type { ResponsesRequest } from "../../api/responses-request.js";
+import { completedResponse } from "../../api/responses-response.js";
+import type { RuntimeContext } from "../app.js";
+import type { ModelService } from "../model-service.js";
+
+/**
+ * Usage travels in headers on every answer, so the gateway can meter the
+ * classifier's bare label-to-score object as well as a response envelope.
+ */
+export const USAGE_HEADERS = {
+  input: "x-modelgate-input-tokens",
+  output: "x-modelgate-output-tokens",
+} as const;
+
+export async function respondToRequest(
+  body: ResponsesRequest,
+  service: ModelService,
+  context: RuntimeContext,
+  reply: FastifyReply,
+  arrivedAt: number,
+  signal: AbortSignal,
+): Promise<unknown> {
+  const result = await service.respond(body, signal);
+  const seconds = (context.now() - arrivedAt) / 1000;
+  context.metrics.duration.observe({ task: result.task }, seconds);
+
+  if (result.task === "zero-shot-classification") {
+    recordUsage(reply, context, result.inputTokens, 0);
+    return result.scores;
+  }
+  const { outcome } = result;
+  recordUsage(reply, context, outcome.inputTokens, outcome.outputTokens);
+  return completedResponse(body, {
+    text: outcome.text,
+    inputTokens: outcome.inputTokens,
+    outputTokens: outcome.outputTokens,
+    incompleteReason: outcome.incomplete ? "max_output_tokens" : null,
+    createdAt: Math.floor(arrivedAt / 1000),
+    completedAt: Math.floor(context.now() / 1000),
+  });
+}
+
+function recordUsage(
+  reply: FastifyReply,
+  context: RuntimeContext,
+  inputTokens: number,
+  outputTokens: number,
+): void {
+  reply.header(USAGE_HEADERS.input, String(inputTokens));
+  reply.header(USAGE_HEADERS.output, String(outputTokens));
+  context.metrics.inputTokens.inc(inputTokens);
+  context.metrics.outputTokens.inc(outputTokens);
+}

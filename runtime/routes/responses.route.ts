@@ -1,0 +1,30 @@
+import type { FastifyInstance } from "fastify";
+import { checkForTask, validateRequest } from "../../api/validation.js";
+import { RuntimeErrors } from "../errors.js";
+import type { RuntimeContext } from "../app.js";
+import { respondToRequest } from "./responses.handler.js";
+
+/** POST /v1/responses: the spec's body, for the one model this runtime serves. */
+export function responsesRoute(app: FastifyInstance, context: RuntimeContext): void {
+  app.post("/v1/responses", async (request, reply) => {
+    const arrivedAt = context.now();
+    const validation = validateRequest(request.body);
+    if (!validation.ok) {
+      throw RuntimeErrors.invalidRequest(validation.problem.message, validation.problem.param);
+    }
+    const body = validation.request;
+    if (body.model !== context.modelId)
+      throw RuntimeErrors.modelNotFound(body.model, context.modelId);
+    const service = context.service();
+    if (!service) throw RuntimeErrors.notReady();
+    const problem = checkForTask(body, service.task);
+    if (problem) throw RuntimeErrors.invalidRequest(problem.message, problem.param);
+
+    // A caller that hangs up stops its generation at the next token.
+    const abort = new AbortController();
+    reply.raw.on("close", () => {
+      if (!reply.raw.writableFinished) abort.abort(new Error("client closed the connection"));
+    });
+    return respondToRequest(body, service, context, reply, arrivedAt, abort.signal);
+  });
+}
