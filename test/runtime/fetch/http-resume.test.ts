@@ -144,6 +144,58 @@ describe("resumable http downloads", () => {
     await fetchModel({ source: server.url, dest, env: {}, retry: FAST_RETRY });
     expect(await fileDigest(join(dest, "onnx/model.onnx"))).toBe(sha256(model));
   });
+
+  it("stops on abort, keeps partial bytes and leaves no dest", async () => {
+    const server = await startModelServer({
+      files,
+      override: (_req, res, path) => {
+        if (!path.endsWith("onnx/model.onnx")) return false;
+        // Half the file, then silence: only the abort can end this.
+        res.writeHead(200, { "content-length": model.length });
+        res.write(model.subarray(0, HALF));
+        return true;
+      },
+    });
+    const dest = join(await tempDir(), "tiny");
+    const controller = new AbortController();
+    const result = fetchModel({
+      source: server.url,
+      dest,
+      env: {},
+      signal: controller.signal,
+      progressIntervalMs: 0,
+      onProgress: (e) => {
+        if (e.type === "file" && e.path === "onnx/model.onnx" && e.bytes >= HALF)
+          controller.abort();
+      },
+    });
+    await expect(result).rejects.toMatchObject({ code: "fetch_aborted" });
+    expect(await exists(dest)).toBe(false);
+    expect((await readFile(stagingFor(dest).partialPath("onnx/model.onnx"))).length).toBe(HALF);
+  });
+
+  it("stops the other downloads when one file fails for good", async () => {
+    const server = await startModelServer({
+      files,
+      override: (_req, res, path) => {
+        if (path.endsWith("onnx/model.onnx")) {
+          res.writeHead(200, { "content-length": model.length });
+          res.write(model.subarray(0, HALF));
+          return true;
+        }
+        if (!path.endsWith("config.json")) return false;
+        res.writeHead(404).end();
+        return true;
+      },
+    });
+    const dest = join(await tempDir(), "tiny");
+    const started = Date.now();
+    await expect(
+      fetchModel({ source: server.url, dest, env: {}, concurrency: 4 }),
+    ).rejects.toMatchObject({ code: "source_not_found" });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(await exists(dest)).toBe(false);
+  });
 });
 
 /**
