@@ -3,7 +3,16 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["dist/", "node_modules/", ".cache/", "test/fixtures/onnx-proto/gen/", "**/*.js"] },
+  {
+    ignores: [
+      "dist/",
+      "node_modules/",
+      ".cache/",
+      ".tmp/",
+      "test/fixtures/onnx-proto/gen/",
+      "**/*.js",
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

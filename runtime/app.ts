@@ -1,5 +1,4 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
-import type { Logger } from "../lib/logger.js";
 import { sendError } from "../lib/http/error-reply.js";
 import { acceptJsonBodiesOnly } from "../lib/http/json-body.js";
 import type { RuntimeMetrics } from "./metrics.js";
@@ -17,7 +16,7 @@ export interface RuntimeContext {
 }
 
 export interface RuntimeDeps extends RuntimeContext {
-  logger: Logger;
+  logger: FastifyBaseLogger;
   /** Largest request body accepted, in bytes. */
   bodyLimit?: number;
 }
@@ -28,7 +27,7 @@ export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 /** The runtime's HTTP server, not yet listening. */
 export function buildRuntime(deps: RuntimeDeps): FastifyInstance {
   const app = Fastify({
-    loggerInstance: deps.logger as FastifyBaseLogger,
+    loggerInstance: deps.logger,
     bodyLimit: deps.bodyLimit ?? DEFAULT_BODY_LIMIT,
     // One line per request is the gateway's job; the runtime logs what goes wrong.
     logController: new LogController({ disableRequestLogging: true }),

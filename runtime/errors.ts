@@ -1,4 +1,4 @@
-import { CodedError, defineError } from "../lib/coded-error.js";
+import { defineError, type CodedError } from "../lib/coded-error.js";
 
 /**
  * Every error the runtime answers with. Codes are stable and listed in

@@ -62,7 +62,7 @@ export class Batcher<I, O> {
           const index = this.queue.indexOf(pending);
           if (index >= 0) {
             this.queue.splice(index, 1);
-            reject(signal.reason ?? new Error("aborted"));
+            reject(signal.reason instanceof Error ? signal.reason : new Error("aborted"));
           }
         };
         signal.addEventListener("abort", pending.onAbort, { once: true });

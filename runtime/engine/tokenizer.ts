@@ -1,19 +1,31 @@
 import { Tokenizer } from "@huggingface/tokenizers";
 
 /**
- * A typed face over @huggingface/tokenizers, whose declarations are loose.
- * The model's own tokenizer counts usage, so this is also the meter.
+ * A typed face over @huggingface/tokenizers. Its declaration files use
+ * extensionless imports that NodeNext cannot resolve, so the few methods we
+ * call are declared here. The model's own tokenizer counts usage, so this is
+ * also the meter.
  */
+interface RawTokenizer {
+  encode(
+    text: string,
+    options: { text_pair: string | null; add_special_tokens: boolean; return_token_type_ids: true },
+  ): { ids: number[]; token_type_ids?: number[] };
+  decode(ids: number[], options: { skip_special_tokens: boolean }): string;
+  token_to_id(token: string): number | undefined;
+}
+
 export interface Encoded {
   ids: number[];
   typeIds: number[];
 }
 
 export class TextTokenizer {
-  private readonly tokenizer: Tokenizer;
+  private readonly tokenizer: RawTokenizer;
 
   constructor(tokenizerJson: object, tokenizerConfig: object) {
-    this.tokenizer = new Tokenizer(tokenizerJson, tokenizerConfig);
+    // eslint-disable-next-line @typescript-eslint/no-unsafe-call -- see RawTokenizer
+    this.tokenizer = new Tokenizer(tokenizerJson, tokenizerConfig) as RawTokenizer;
   }
 
   /** Encodes text, with the model's special tokens unless told otherwise. */
@@ -23,7 +35,7 @@ export class TextTokenizer {
       add_special_tokens: options.addSpecialTokens ?? true,
       return_token_type_ids: true,
     });
-    return { ids: encoding.ids, typeIds: encoding.token_type_ids };
+    return { ids: encoding.ids, typeIds: encoding.token_type_ids ?? encoding.ids.map(() => 0) };
   }
 
   decode(ids: readonly number[], options: { skipSpecialTokens?: boolean } = {}): string {

@@ -58,8 +58,7 @@ function chatTemplateSource(value: unknown): string | null {
 function tokenText(value: unknown): string | undefined {
   if (typeof value === "string") return value;
   if (typeof value === "object" && value !== null && "content" in value) {
-    const content = (value as { content: unknown }).content;
-    return typeof content === "string" ? content : undefined;
+    return typeof value.content === "string" ? value.content : undefined;
   }
   return undefined;
 }

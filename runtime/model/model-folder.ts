@@ -72,7 +72,7 @@ export async function readModelFolder(path: string, onnxFile?: string): Promise<
     throw modelLoadError(`model folder ${path} is missing ${missing.join(", ")}`);
   }
 
-  const modulesJson = existsSync(join(path, "modules.json"))
+  const modulesJson: unknown = existsSync(join(path, "modules.json"))
     ? JSON.parse(await readFile(join(path, "modules.json"), "utf8"))
     : null;
   const modules = Array.isArray(modulesJson)

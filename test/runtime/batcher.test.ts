@@ -72,18 +72,18 @@ describe("Batcher", () => {
       run: r.run,
     });
     const outcomes = await Promise.allSettled([1, 2, 3, 4, 5].map((i) => batcher.submit(i)));
-    const rejected = outcomes.filter((o) => o.status === "rejected");
+    const rejected = outcomes.filter((o): o is PromiseRejectedResult => o.status === "rejected");
     // One runs at once, two wait; the other two are refused.
     expect(rejected).toHaveLength(2);
     for (const o of rejected) {
-      const error: unknown = (o as PromiseRejectedResult).reason;
+      const error: unknown = o.reason;
       expect(isCodedError(error) && error.statusCode).toBe(429);
       expect(isCodedError(error) && error.retryAfterSeconds).toBeGreaterThan(0);
     }
     expect(
       outcomes
-        .filter((o) => o.status === "fulfilled")
-        .map((o) => (o as PromiseFulfilledResult<number>).value),
+        .filter((o): o is PromiseFulfilledResult<number> => o.status === "fulfilled")
+        .map((o) => o.value),
     ).toEqual([10, 20, 30]);
   });
 

@@ -100,7 +100,7 @@ describe("zero-shot classification (NLI) through the runtime's HTTP server", () 
       `${POLITICS} today`,
       `${COOKING} slowly`,
     ];
-    const alone = [];
+    const alone: Scores[] = [];
     for (const input of inputs)
       alone.push(
         await scores(await runtime.post({ model: "tiny-nli", input, categories: LABELS })),
