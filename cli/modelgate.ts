@@ -6,6 +6,10 @@ import { Command, Option } from "commander";
  * one container image serves them all. Each subcommand loads its component
  * lazily; the gateway does not pay for onnxruntime.
  */
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
 const program = new Command("modelgate").description(
   "Model inference on Kubernetes behind a Responses-style HTTP API",
 );
@@ -45,14 +49,16 @@ runtime
   )
   .requiredOption("--dest <dir>", "destination folder")
   .option("--revision <rev>", "hf:// revision (overrides @revision in the URI)")
-  .option(
-    "--sha256 <path=hex>",
-    "expected sha256 of a file (repeatable)",
-    (value: string, previous: string[]) => [...previous, value],
-    [] as string[],
-  )
+  .option("--sha256 <path=hex>", "expected sha256 of a file (repeatable)", collect, [])
   .option("--checksums-file <file>", "sha256sum-format file of expected digests")
+  .option(
+    "--file <path>",
+    "a file to fetch, for an https source without SHA256SUMS (repeatable)",
+    collect,
+    [],
+  )
   .option("--endpoint <url>", "hub or S3 endpoint")
+  .option("--ca-file <pem>", "extra trusted CA certificates for https sources")
   .action(async (flags: { source: string; dest: string }) => {
     const { runFetchCommand } = await import("../runtime/fetch/cli.js");
     process.exitCode = await runFetchCommand(flags);

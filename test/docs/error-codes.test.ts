@@ -1,0 +1,41 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { HttpErrors } from "../../lib/http/http-errors.js";
+import { RuntimeErrors } from "../../runtime/errors.js";
+import { FETCH_ERROR_CODES } from "../../runtime/fetch/errors.js";
+
+const doc = readFileSync(new URL("../../docs/errors.md", import.meta.url), "utf8");
+const documented = new Set([...doc.matchAll(/^\| `([a-z_]+)` \|/gm)].map((m) => m[1]));
+
+const codes = [
+  ...Object.values(HttpErrors).map((e) => e.code),
+  ...Object.values(RuntimeErrors).map((e) => e.code),
+  ...FETCH_ERROR_CODES,
+];
+
+describe("docs/errors.md", () => {
+  it("lists every error code the source defines", () => {
+    expect(codes.filter((code) => !documented.has(code))).toEqual([]);
+  });
+
+  it("lists no code the source does not define", () => {
+    expect([...documented].filter((code) => !codes.includes(code!))).toEqual([]);
+  });
+
+  it("pins the set: a change to it is a change to this list", () => {
+    expect([...codes].sort()).toEqual(
+      [
+        "invalid_json",
+        "unsupported_content_type",
+        "request_too_large",
+        "invalid_request",
+        "model_not_found",
+        "context_length_exceeded",
+        "rate_limit_exceeded",
+        "model_not_ready",
+        "model_load_failed",
+        ...FETCH_ERROR_CODES,
+      ].sort(),
+    );
+  });
+});
