@@ -21,6 +21,8 @@ export interface PreparedGeneration {
 
 export interface GenerationOutcome {
   text: string;
+  /** The generated token ids, end-of-sequence excluded. */
+  ids: number[];
   inputTokens: number;
   outputTokens: number;
   incomplete: boolean;
@@ -90,6 +92,7 @@ export class TextGenerator {
     });
     return {
       text: this.tokenizer.decode(result.ids),
+      ids: result.ids,
       inputTokens: prepared.promptIds.length,
       outputTokens: result.ids.length,
       incomplete: result.stopReason !== "eos",
