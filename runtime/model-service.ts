@@ -1,6 +1,7 @@
 import type { ResponsesRequest } from "../api/responses-request.js";
 import type { LabelScores, PreparedClassification } from "./classify/classifier.js";
 import { Batcher } from "./engine/batcher.js";
+import { DecodeScheduler } from "./generation/decode-scheduler.js";
 import type { GenerationOutcome, PreparedGeneration } from "./generation/text-generator.js";
 import type { RuntimeMetrics } from "./metrics.js";
 import type { LoadedModel } from "./model/load-model.js";
@@ -15,7 +16,7 @@ export interface ThroughputOptions {
   maxBatchSize: number;
   /** Classification: how long the first request of a batch waits for company. */
   batchWindowMs: number;
-  /** Generation: sequences decoded at once. */
+  /** Generation: sequences decoded at once (in one batch when the graph has a KV cache). */
   generationConcurrency: number;
   /** Requests allowed to wait before new ones get 429. */
   maxQueue: number;
@@ -38,7 +39,10 @@ interface GenerationJob {
 }
 
 export class ModelService {
+  /** Graphs without a KV cache: one sequence per run, bounded concurrency. */
   private readonly generations: Batcher<GenerationJob, GenerationOutcome> | null = null;
+  /** Graphs with a KV cache: continuous batching. */
+  private readonly decoder: DecodeScheduler | null = null;
   private readonly classifications: Batcher<PreparedClassification, LabelScores> | null = null;
 
   constructor(
@@ -48,7 +52,15 @@ export class ModelService {
     private readonly random: () => number,
   ) {
     const onBatch = (size: number) => metrics.batchSize.observe(size);
-    if (model.task === "text-generation") {
+    if (model.task === "text-generation" && model.generator.canBatch) {
+      const generator = model.generator;
+      this.decoder = new DecodeScheduler(generator.session, generator.io, {
+        maxBatch: options.generationConcurrency,
+        maxQueue: options.maxQueue,
+        eosIds: generator.eosIds,
+        onStep: onBatch,
+      });
+    } else if (model.task === "text-generation") {
       const generator = model.generator;
       this.generations = new Batcher({
         maxBatchSize: 1,
@@ -75,18 +87,28 @@ export class ModelService {
     return this.model.task;
   }
 
+  private get queue(): { depth: number; inFlight: number } {
+    return (this.decoder ?? this.generations ?? this.classifications)!;
+  }
+
   get queueDepth(): number {
-    return (this.generations ?? this.classifications)!.depth;
+    return this.queue.depth;
   }
 
   get inFlight(): number {
-    return (this.generations ?? this.classifications)!.inFlight;
+    return this.queue.inFlight;
   }
 
   async respond(request: ResponsesRequest, signal?: AbortSignal): Promise<ServiceResult> {
     if (this.model.task === "text-generation") {
-      const prepared = this.model.generator.prepare(request);
-      const outcome = await this.generations!.submit({ prepared, signal }, signal);
+      const generator = this.model.generator;
+      const prepared = generator.prepare(request);
+      const outcome = this.decoder
+        ? generator.outcome(
+            prepared,
+            await this.decoder.submit(generator.job(prepared, this.random, signal)),
+          )
+        : await this.generations!.submit({ prepared, signal }, signal);
       this.metrics.timeToFirstToken.observe(outcome.firstTokenMs / 1000);
       return { task: "text-generation", outcome };
     }
@@ -111,6 +133,7 @@ export class ModelService {
   }
 
   close(): void {
+    this.decoder?.close();
     this.generations?.close();
     this.classifications?.close();
   }

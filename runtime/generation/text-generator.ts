@@ -5,7 +5,8 @@ import type { TextTokenizer } from "../engine/tokenizer.js";
 import { truncateStart } from "../engine/truncate-text.js";
 import { decideTokenLimit, type OverflowPolicy } from "../token-limit.js";
 import type { DecoderIO } from "./decoder-io.js";
-import { generate } from "./generate.js";
+import type { DecodeJob } from "./decode-scheduler.js";
+import { generate, type Generated } from "./generate.js";
 import type { PromptBuilder } from "./prompt.js";
 import { chooseSampler } from "./sampler.js";
 
@@ -37,13 +38,18 @@ export interface GeneratorLimits {
 
 export class TextGenerator {
   constructor(
-    private readonly session: ModelSession,
-    private readonly io: DecoderIO,
+    readonly session: ModelSession,
+    readonly io: DecoderIO,
     private readonly tokenizer: TextTokenizer,
     private readonly prompt: PromptBuilder,
-    private readonly eosIds: ReadonlySet<number>,
+    readonly eosIds: ReadonlySet<number>,
     readonly limits: GeneratorLimits,
   ) {}
+
+  /** Graphs with a KV cache decode many sequences in one run (see DecodeScheduler). */
+  get canBatch(): boolean {
+    return this.io.cache.length > 0;
+  }
 
   /** Tokenizes and applies the token limit; throws the 420 error when it must. */
   prepare(request: ResponsesRequest): PreparedGeneration {
@@ -78,18 +84,17 @@ export class TextGenerator {
     };
   }
 
-  async run(
-    prepared: PreparedGeneration,
-    random: () => number,
-    signal?: AbortSignal,
-  ): Promise<GenerationOutcome> {
-    const result = await generate(this.session, this.io, {
+  /** The decode loop's view of a prepared request. */
+  job(prepared: PreparedGeneration, random: () => number, signal?: AbortSignal): DecodeJob {
+    return {
       promptIds: prepared.promptIds,
       maxNewTokens: prepared.maxNewTokens,
-      eosIds: this.eosIds,
-      signal,
       sampler: chooseSampler({ temperature: prepared.temperature, topP: prepared.topP }, random),
-    });
+      signal,
+    };
+  }
+
+  outcome(prepared: PreparedGeneration, result: Generated): GenerationOutcome {
     return {
       text: this.tokenizer.decode(result.ids),
       ids: result.ids,
@@ -98,5 +103,16 @@ export class TextGenerator {
       incomplete: result.stopReason !== "eos",
       firstTokenMs: result.firstTokenMs,
     };
+  }
+
+  /** One sequence on its own: the path of graphs without a cache. */
+  async run(
+    prepared: PreparedGeneration,
+    random: () => number,
+    signal?: AbortSignal,
+  ): Promise<GenerationOutcome> {
+    const job = this.job(prepared, random, signal);
+    const result = await generate(this.session, this.io, { ...job, eosIds: this.eosIds });
+    return this.outcome(prepared, result);
   }
 }

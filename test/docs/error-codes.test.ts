@@ -5,7 +5,7 @@ import { RuntimeErrors } from "../../runtime/errors.js";
 import { FETCH_ERROR_CODES } from "../../runtime/fetch/errors.js";
 
 const doc = readFileSync(new URL("../../docs/errors.md", import.meta.url), "utf8");
-const documented = new Set([...doc.matchAll(/^\| `([a-z_]+)` \|/gm)].map((m) => m[1]));
+const documented = new Set([...doc.matchAll(/^\| `([a-z_]+)` +\|/gm)].map((m) => m[1]));
 
 const codes = [
   ...Object.values(HttpErrors).map((e) => e.code),
