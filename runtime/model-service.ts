@@ -25,7 +25,7 @@ export interface ThroughputOptions {
 export const DEFAULT_THROUGHPUT: ThroughputOptions = {
   maxBatchSize: 32,
   batchWindowMs: 5,
-  generationConcurrency: 2,
+  generationConcurrency: 8,
   maxQueue: 256,
 };
 
