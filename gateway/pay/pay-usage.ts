@@ -76,6 +76,6 @@ function isCount(value: unknown): value is number {
 
 function assertCount(name: string, value: number): void {
   if (!isCount(value)) {
-    throw new RangeError(`pay-usage: ${name} must be a non-negative integer, got ${value}`);
+    throw new RangeError(`pay-usage: ${name} must be a non-negative integer, got ${String(value)}`);
   }
 }

@@ -24,8 +24,9 @@ const MAX_V1_VALUES = 8;
 const KID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 // Decimal seconds without sign, fraction or leading zeros: one spelling per instant.
 const TIMESTAMP_PATTERN = /^(?:0|[1-9][0-9]{0,11})$/;
-// Alphanumerics only. A non-hex or wrong-length value is still *well formed*: it
-// simply cannot equal a digest, so it is a mismatch rather than a parse error.
+// Alphanumerics only. A non-hex, uppercase or wrong-length value is still *well
+// formed*: it simply cannot equal the lowercase hex digest we compare against, so
+// it is a mismatch rather than a parse error (one spelling per digest, as Stripe).
 const V1_PATTERN = /^[A-Za-z0-9]{1,128}$/;
 
 export interface ParsedPaySignature {

@@ -1,0 +1,94 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PaymentProviderClient, SettlementError } from "../../../gateway/pay/provider-client.js";
+import {
+  isRetryableSettlementError,
+  settlementSender,
+  type SettlementRecord,
+} from "../../../gateway/pay/settlement.js";
+import {
+  startPaymentProvider,
+  type PaymentProvider,
+} from "../../fixtures/payment-provider/server.js";
+
+const record: SettlementRecord = {
+  requestId: "req_42",
+  agentId: "agent-b",
+  serviceSlug: "tiny-gpt",
+  model: "tiny-gpt",
+  inputTokens: 5,
+  outputTokens: 7,
+  createdAtMs: 1_800_000_000_000,
+};
+
+let provider: PaymentProvider;
+let client: PaymentProviderClient;
+
+beforeAll(async () => {
+  provider = await startPaymentProvider();
+  client = new PaymentProviderClient({
+    baseUrl: provider.url,
+    credential: provider.credential,
+    settleTimeoutMs: 300,
+  });
+});
+
+afterAll(async () => {
+  await client.close();
+  await provider.close();
+});
+
+describe("settlementSender", () => {
+  it("delivers a record under the outbox's key, once however often it is replayed", async () => {
+    const settled: boolean[] = [];
+    const send = settlementSender(client, { onSettled: (_r, again) => settled.push(again) });
+    await send(record, "req_42");
+    await send(record, "req_42");
+    await send({ ...record, outputTokens: 8 }, "req_42");
+    expect(settled).toEqual([false, false, true]);
+    expect(provider.ledger.settlements).toHaveLength(1);
+    expect(provider.ledger.balance("agent-b").spentTokens).toBe(12);
+  });
+
+  it("throws a retryable error while the provider is out, and delivers once it is back", async () => {
+    const send = settlementSender(client);
+    const key = "req_43";
+    for (const mode of ["fail-5xx", "hang", "down"] as const) {
+      await provider.setMode(mode);
+      const error = await send({ ...record, requestId: key }, key).catch((e: unknown) => e);
+      expect(isRetryableSettlementError(error)).toBe(true);
+    }
+    await provider.setMode("allow");
+    await send({ ...record, requestId: key }, key);
+    expect(provider.ledger.settlements.map((s) => s.idempotencyKey)).toContain(key);
+  });
+
+  it("throws a non-retryable error when the provider rejects the record", async () => {
+    await provider.setMode("deny", "settle");
+    try {
+      const error = await settlementSender(client)(record, "req_44").catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(SettlementError);
+      expect(isRetryableSettlementError(error)).toBe(false);
+    } finally {
+      await provider.setMode("allow");
+    }
+  });
+
+  it("refuses, without retry, a replayed record that is not well formed", async () => {
+    const calls: unknown[] = [];
+    const send = settlementSender({
+      settle: (request) => {
+        calls.push(request);
+        return Promise.resolve({ status: 201, alreadySettled: false });
+      },
+    });
+    const broken = { ...record, inputTokens: "5" } as unknown as SettlementRecord;
+    const error = await send(broken, "req_45").catch((e: unknown) => e);
+    expect(isRetryableSettlementError(error)).toBe(false);
+    expect(calls).toEqual([]);
+  });
+
+  it("treats errors it does not know as retryable", () => {
+    expect(isRetryableSettlementError(new Error("socket hang up"))).toBe(true);
+    expect(isRetryableSettlementError(new SettlementError("x", false, 400))).toBe(false);
+  });
+});
