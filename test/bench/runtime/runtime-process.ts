@@ -1,0 +1,96 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { readFile } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
+import type { ThroughputOptions } from "../../../runtime/model-service.js";
+
+/** What runtime-child.ts is told, as one JSON argument. */
+export interface ChildConfig {
+  path: string;
+  modelId: string;
+  threads: number;
+  throughput: Partial<ThroughputOptions>;
+}
+
+export interface RuntimeProcess {
+  url: string;
+  pid: number;
+  /** User plus system CPU seconds the child has used so far (Linux /proc), or NaN. */
+  cpuSeconds(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+const CHILD_SCRIPT = fileURLToPath(new URL("./runtime-child.ts", import.meta.url));
+const READY_TIMEOUT_MS = 60_000;
+const STOP_TIMEOUT_MS = 10_000;
+
+/**
+ * Starts the runtime in a child Node process and waits for its ready line.
+ * `nodeFlags` is for `--cpu-prof` and the like.
+ */
+export async function startRuntimeProcess(
+  config: ChildConfig,
+  nodeFlags: readonly string[] = [],
+): Promise<RuntimeProcess> {
+  const child = spawn(
+    process.execPath,
+    [...nodeFlags, "--import", "tsx", CHILD_SCRIPT, JSON.stringify(config)],
+    { stdio: ["pipe", "pipe", "inherit"], cwd: process.cwd() },
+  );
+  const url = await readyUrl(child);
+  const pid = child.pid!;
+  return {
+    url,
+    pid,
+    cpuSeconds: () => processCpuSeconds(pid),
+    stop: () => stopChild(child),
+  };
+}
+
+function readyUrl(child: ChildProcess): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let buffered = "";
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`runtime child not ready within ${READY_TIMEOUT_MS} ms`));
+    }, READY_TIMEOUT_MS);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`runtime child exited with ${code} before it was ready`));
+    });
+    child.stdout!.on("data", (chunk: Buffer) => {
+      buffered += chunk.toString("utf8");
+      const newline = buffered.indexOf("\n");
+      if (newline < 0) return;
+      clearTimeout(timer);
+      try {
+        resolve((JSON.parse(buffered.slice(0, newline)) as { url: string }).url);
+      } catch (error) {
+        reject(new Error(`runtime child printed ${buffered.slice(0, 200)}`, { cause: error }));
+      }
+    });
+  });
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_MS);
+    child.once("exit", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill("SIGTERM");
+  });
+}
+
+/** utime + stime from /proc/<pid>/stat, in seconds; clock ticks are 100 Hz on Linux. */
+async function processCpuSeconds(pid: number): Promise<number> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+    // The command name may hold spaces; fields after its closing parenthesis are fixed.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
