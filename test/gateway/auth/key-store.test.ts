@@ -1,0 +1,104 @@
+import { describe, expect, it } from "vitest";
+import { authorizeProject } from "../../../gateway/auth/key-store.js";
+import { KeyStore } from "../../../gateway/auth/key-store.js";
+import { parseKeysFile } from "../../../gateway/auth/keys-file.js";
+import { createApiKeyAuth } from "../../../gateway/auth/api-key-auth.js";
+import { capturingLogger, keysFileText, makeKey } from "./support.js";
+
+const active = makeKey("acme");
+const narrow = makeKey("acme", { projects: ["batch"] });
+const revoked = makeKey("globex", { revoked: true });
+const store = new KeyStore(parseKeysFile(keysFileText([active, narrow, revoked])));
+
+describe("KeyStore.authenticate", () => {
+  it("accepts a listed key and returns its id, account and projects", () => {
+    expect(store.authenticate(active.key)).toEqual({
+      ok: true,
+      key: { id: active.id, account: "acme", projects: ["web", "batch"] },
+    });
+  });
+
+  it("says missing for no header or an empty one", () => {
+    expect(store.authenticate(undefined)).toEqual({ ok: false, reason: "missing" });
+    expect(store.authenticate("")).toEqual({ ok: false, reason: "missing" });
+  });
+
+  it("says malformed for a bad checksum, a foreign string, or a repeated header", () => {
+    const typo =
+      active.key.slice(0, 12) + (active.key[12] === "a" ? "b" : "a") + active.key.slice(13);
+    expect(store.authenticate(typo)).toEqual({ ok: false, reason: "malformed" });
+    expect(store.authenticate("Bearer something")).toEqual({ ok: false, reason: "malformed" });
+    expect(store.authenticate([active.key, active.key])).toEqual({
+      ok: false,
+      reason: "malformed",
+    });
+  });
+
+  it("says unknown for a well-formed key that is not in the file", () => {
+    expect(store.authenticate(makeKey("acme").key)).toEqual({ ok: false, reason: "unknown" });
+  });
+
+  it("says revoked for a revoked key", () => {
+    expect(store.authenticate(revoked.key)).toEqual({
+      ok: false,
+      reason: "revoked",
+      keyId: revoked.id,
+    });
+  });
+});
+
+describe("project authorization", () => {
+  const keyOf = (k: typeof active) => {
+    const result = store.authenticate(k.key);
+    if (!result.ok) throw new Error("fixture key must authenticate");
+    return result.key;
+  };
+
+  it("allows no x-project-id at all", () => {
+    expect(authorizeProject(keyOf(active), undefined)).toEqual({ ok: true });
+  });
+
+  it("allows the account's projects to a key without its own list", () => {
+    expect(store.authorizeProject(keyOf(active), "web")).toEqual({ ok: true, project: "web" });
+    expect(store.authorizeProject(keyOf(active), "batch")).toEqual({ ok: true, project: "batch" });
+  });
+
+  it("forbids another account's project, an unknown one, and one outside the key's list", () => {
+    expect(store.authorizeProject(keyOf(active), "lab")).toEqual({
+      ok: false,
+      reason: "forbidden",
+    });
+    expect(store.authorizeProject(keyOf(active), "nope")).toEqual({
+      ok: false,
+      reason: "forbidden",
+    });
+    expect(store.authorizeProject(keyOf(narrow), "web")).toEqual({
+      ok: false,
+      reason: "forbidden",
+    });
+    expect(store.authorizeProject(keyOf(narrow), "batch")).toEqual({ ok: true, project: "batch" });
+    expect(store.authorizeProject(keyOf(active), ["web", "batch"])).toEqual({
+      ok: false,
+      reason: "forbidden",
+    });
+  });
+});
+
+describe("createApiKeyAuth (the routes' port)", () => {
+  it("answers the key or null, logs the reason without the key", () => {
+    const { logger, lines } = capturingLogger();
+    const auth = createApiKeyAuth(store, logger);
+    const identity = auth.authenticate(active.key);
+    expect(identity).toMatchObject({ id: active.id, account: "acme" });
+    expect(auth.mayUseProject(identity!, "web")).toBe(true);
+    expect(auth.mayUseProject(identity!, "lab")).toBe(false);
+    expect(auth.authenticate(revoked.key)).toBeNull();
+    expect(auth.authenticate("garbage")).toBeNull();
+    expect(auth.authenticate(undefined)).toBeNull();
+    const log = lines.join("");
+    expect(log).toContain(`"keyId":"${revoked.id}"`);
+    expect(log).toContain('"reason":"malformed"');
+    expect(log).not.toContain(revoked.key);
+    expect(log).not.toContain(active.key);
+  });
+});
