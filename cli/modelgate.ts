@@ -64,6 +64,43 @@ runtime
     process.exitCode = await runFetchCommand(flags);
   });
 
+program
+  .command("gateway")
+  .description("the front door: POST /v1/responses and /pay/v1/responses")
+  .option("--host <host>", "listen address (default 0.0.0.0)")
+  .option("--port <port>", "listen port (default 8080)")
+  .option("--models-dir <dir>", "folder of InferenceModel YAML to route to (file source)")
+  .option("--keys-file <file>", "API keys file (hashed keys, accounts, projects)")
+  .option("--state-dir <dir>", "where usage and settlement journals are kept")
+  .option("--usage-sink-url <url>", "where usage records are exported")
+  .option("--usage-sink-token-file <file>", "bearer token for the usage sink")
+  .option("--pay-provider-url <url>", "the payment provider's base URL")
+  .option("--pay-provider-credential-file <file>", "bearer credential for the payment provider")
+  .option("--pay-signing-secrets-file <file>", "pay-signature secrets by key id (YAML or JSON)")
+  .option("--pay-tolerance-seconds <s>", "accepted pay-signature clock skew (default 300)")
+  .option("--rate-limit-per-minute <n>", "default requests per minute per API key or agent")
+  .option("--rate-limit-burst <n>", "default burst per API key or agent")
+  .option("--body-limit-bytes <n>", "largest request body")
+  .option("--log-level <level>")
+  .action(async (flags: Record<string, unknown>) => {
+    const { serveGateway } = await import("../gateway/main.js");
+    await serveGateway(flags);
+  });
+
+const keys = program.command("keys").description("API keys for the gateway");
+keys
+  .command("create")
+  .description("print a new API key once, and the entry to add to the keys file")
+  .requiredOption("--account <id>", "the account the key bills to")
+  .option("--project <id>", "limit the key to a project (repeatable)", collect, [])
+  .option("--id <id>", "key id (default: generated)")
+  .option("--requests-per-minute <n>", "the key's own rate limit")
+  .option("--burst <n>", "the key's own burst")
+  .action(async (flags: Record<string, unknown>) => {
+    const { runKeysCreateCommand } = await import("../gateway/auth/keys-command.js");
+    process.exitCode = await runKeysCreateCommand({ ...flags, projects: flags.project });
+  });
+
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`modelgate: ${(error as Error).message}\n`);
   process.exitCode = 1;

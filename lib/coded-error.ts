@@ -15,6 +15,8 @@ export interface CodedErrorOptions {
   param?: string | null;
   /** Seconds a client should wait before retrying (429, 503). */
   retryAfterSeconds?: number;
+  /** A body the spec fixes exactly (e.g. `{"error":"invalid_pay_signature"}`), sent as is. */
+  body?: unknown;
   cause?: unknown;
 }
 
@@ -24,6 +26,7 @@ export class CodedError extends Error {
   readonly type: ErrorType;
   readonly param: string | null;
   readonly retryAfterSeconds: number | undefined;
+  readonly body: unknown;
 
   constructor(
     code: string,
@@ -39,6 +42,7 @@ export class CodedError extends Error {
     this.type = type;
     this.param = options.param ?? null;
     this.retryAfterSeconds = options.retryAfterSeconds;
+    this.body = options.body;
   }
 }
 

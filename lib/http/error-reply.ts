@@ -29,6 +29,9 @@ export const INTERNAL_ERROR_BODY = {
   error: { type: "internal_error", message: "Internal error" },
 } as const;
 
+/** Statuses whose body is the failed Responses envelope (spec section 7). */
+const ENVELOPE_STATUSES = new Set([400, 413, 420]);
+
 export function sendError(
   error: unknown,
   request: FastifyRequest,
@@ -36,23 +39,25 @@ export function sendError(
   now: () => number,
 ): FastifyReply {
   const coded = isCodedError(error) ? error : fromFastify(error as FastifyError);
-  if (!coded || (coded.statusCode >= 500 && coded.statusCode !== 503)) {
+  if (!coded || coded.statusCode === 500) {
     request.log.error({ err: error }, "request failed");
     return reply.code(500).send(INTERNAL_ERROR_BODY);
   }
   if (coded.retryAfterSeconds !== undefined) {
     reply.header("retry-after", String(coded.retryAfterSeconds));
   }
-  const detail = {
-    message: coded.message,
-    type: coded.type,
-    param: coded.param,
-    code: coded.code,
-  };
-  if (coded.statusCode === 429 || coded.statusCode === 503) {
+  request.log.info(
+    { code: coded.code, param: coded.param, status: coded.statusCode },
+    "request refused",
+  );
+  if (coded.body !== undefined) {
+    if (Buffer.isBuffer(coded.body)) reply.type("application/json");
+    return reply.code(coded.statusCode).send(coded.body);
+  }
+  const detail = { message: coded.message, type: coded.type, param: coded.param, code: coded.code };
+  if (!ENVELOPE_STATUSES.has(coded.statusCode)) {
     return reply.code(coded.statusCode).send({ error: detail });
   }
-  request.log.info({ code: coded.code, param: coded.param }, "request refused");
   const body = isRecord(request.body) ? (request.body as Record<string, unknown>) : {};
   return reply.code(coded.statusCode).send(failedResponse(body, detail, Math.floor(now() / 1000)));
 }

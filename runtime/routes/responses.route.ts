@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { checkForTask, validateRequest } from "../../api/validation.js";
+import { jsonBody } from "../../lib/http/json-body.js";
 import { RuntimeErrors } from "../errors.js";
 import type { RuntimeContext } from "../app.js";
 import { respondToRequest } from "./responses.handler.js";
@@ -8,7 +9,7 @@ import { respondToRequest } from "./responses.handler.js";
 export function responsesRoute(app: FastifyInstance, context: RuntimeContext): void {
   app.post("/v1/responses", async (request, reply) => {
     const arrivedAt = context.now();
-    const validation = validateRequest(request.body);
+    const validation = validateRequest(jsonBody(request));
     if (!validation.ok) {
       throw RuntimeErrors.invalidRequest(validation.problem.message, validation.problem.param);
     }

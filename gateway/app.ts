@@ -1,0 +1,96 @@
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import { sendError } from "../lib/http/error-reply.js";
+import { acceptJsonBodiesOnly } from "../lib/http/json-body.js";
+import type { GatewayMetrics } from "./metrics.js";
+import { buildOpenApiDocument } from "./openapi.js";
+import { echoRequestId, requestIdFrom } from "./plugins/request-id.js";
+import type { ApiKeyAuth, PaymentGate, RateLimit, UsageMeter } from "./ports.js";
+import type { ModelRegistry } from "./registry/registry.js";
+import { payResponsesHandler } from "./routes/pay-responses/pay-responses.handler.js";
+import { payResponsesRoute } from "./routes/pay-responses/pay-responses.route.js";
+import { responsesHandler } from "./routes/responses/responses.handler.js";
+import { responsesRoute } from "./routes/responses/responses.route.js";
+import type { RouteSpec } from "./routes/route-spec.js";
+import type { Upstream } from "./upstream/forward.js";
+
+export const ROUTES: readonly RouteSpec[] = [responsesRoute, payResponsesRoute];
+
+/** Everything the gateway uses, built by the caller: the app creates no clients of its own. */
+export interface GatewayDeps {
+  registry: ModelRegistry;
+  upstream: Upstream;
+  keys: ApiKeyAuth;
+  rateLimit: RateLimit;
+  meter: UsageMeter;
+  pay: PaymentGate | null;
+  metrics: GatewayMetrics;
+  logger: FastifyBaseLogger;
+  now: () => number;
+  bodyLimit?: number;
+  version?: string;
+}
+
+export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+
+/** The gateway's HTTP server, not yet listening. */
+export function buildGateway(deps: GatewayDeps): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: deps.logger,
+    bodyLimit: deps.bodyLimit ?? DEFAULT_BODY_LIMIT,
+    genReqId: requestIdFrom,
+    logController: new LogController({ requestIdLogLabel: "requestId" }),
+    // Connections from a load balancer are long-lived; keep them open.
+    keepAliveTimeout: 65_000,
+  });
+  acceptJsonBodiesOnly(app);
+  echoRequestId(app);
+  app.setErrorHandler((error, request, reply) => sendError(error, request, reply, deps.now));
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({
+      error: {
+        message: `No route for ${request.method} ${request.url}`,
+        type: "invalid_request_error",
+        code: "not_found",
+      },
+    }),
+  );
+
+  const started = new WeakMap<object, number>();
+  app.addHook("onRequest", (request, _reply, done) => {
+    started.set(request, performance.now());
+    done();
+  });
+  app.addHook("onResponse", async (request, reply) => {
+    const route =
+      request.routeOptions.url === payResponsesRoute.path
+        ? "pay"
+        : request.routeOptions.url === responsesRoute.path
+          ? "api-key"
+          : null;
+    if (!route) return;
+    const model =
+      typeof (request.body as { model?: unknown } | undefined)?.model === "string"
+        ? (request.body as { model: string }).model
+        : "";
+    const known = deps.registry.resolve(model) ? model : "";
+    deps.metrics.requests.inc({ route, status_code: String(reply.statusCode), model: known });
+    deps.metrics.duration.observe(
+      { route },
+      (performance.now() - (started.get(request) ?? performance.now())) / 1000,
+    );
+  });
+
+  app.post(responsesRoute.path, responsesHandler(deps));
+  app.post(payResponsesRoute.path, payResponsesHandler(deps));
+
+  const openapi = buildOpenApiDocument(ROUTES, deps.version ?? "0.1.0");
+  app.get("/openapi.json", () => openapi);
+  app.get("/healthz", () => ({ ok: true }));
+  app.get("/readyz", () => ({ ok: true, models: deps.registry.list().length }));
+  app.get("/metrics", async (_request, reply) =>
+    reply
+      .header("content-type", deps.metrics.registry.contentType)
+      .send(await deps.metrics.registry.metrics()),
+  );
+  return app;
+}

@@ -1,0 +1,133 @@
+import { join } from "node:path";
+import type { Logger } from "../lib/logger.js";
+import { apiKeyAuth, paymentGate, rateLimit, usageMeter } from "./adapters.js";
+import { KeyStore } from "./auth/key-store.js";
+import { parseKeysFile } from "./auth/keys-file.js";
+import type { GatewayDeps } from "./app.js";
+import { readSecretFile, readSigningSecrets, type GatewayConfig } from "./config.js";
+import { createHttpSinkSender, isRetryableSinkError } from "./metering/http-sink.js";
+import { Meter } from "./metering/meter.js";
+import { parseUsageRecord, type UsageRecord } from "./metering/usage-record.js";
+import { createGatewayMetrics } from "./metrics.js";
+import { DurableOutbox } from "./outbox/durable-outbox.js";
+import { outboxMetrics } from "./outbox/outbox-metrics.js";
+import { PaymentProviderClient } from "./pay/provider-client.js";
+import {
+  isRetryableSettlementError,
+  settlementSender,
+  type SettlementRecord,
+} from "./pay/settlement.js";
+import { RateLimiter } from "./rate-limit/rate-limiter.js";
+import { ModelRegistry } from "./registry/registry.js";
+import { Upstream } from "./upstream/forward.js";
+
+/**
+ * Builds every component the gateway needs from its configuration, and
+ * closes them in reverse. `modelgate gateway` and `modelgate dev` share it;
+ * the model source (files or the cluster) is attached by the caller.
+ */
+export interface GatewayComponents {
+  deps: GatewayDeps;
+  close(): Promise<void>;
+}
+
+/** Billing records are never given up on: retried until the receiver answers. */
+const NEVER_GIVE_UP = { baseDelayMs: 500, maxDelayMs: 60_000 };
+
+export async function createGatewayComponents(
+  config: GatewayConfig,
+  logger: Logger,
+): Promise<GatewayComponents> {
+  const metrics = createGatewayMetrics();
+  const closers: Array<() => Promise<void> | void> = [];
+
+  const keys = config.keysFile
+    ? await KeyStore.open({ path: config.keysFile, logger })
+    : new KeyStore(parseKeysFile("keys: []\n", "(no keys file)"), { logger });
+  if (!config.keysFile)
+    logger.warn("no keys file (--keys-file): every API-key request is refused with 401");
+  closers.push(() => keys.close());
+
+  const usageOutbox = new DurableOutbox<UsageRecord>({
+    dir: join(config.stateDir, "usage"),
+    name: "usage",
+    send: config.usageSinkUrl
+      ? createHttpSinkSender({
+          url: config.usageSinkUrl,
+          ...(config.usageSinkTokenFile
+            ? { token: readSecretFile(config.usageSinkTokenFile) }
+            : {}),
+        })
+      : () => Promise.reject(new Error("no usage sink configured (--usage-sink-url)")),
+    isRetryable: isRetryableSinkError,
+    retry: NEVER_GIVE_UP,
+    parse: parseUsageRecord,
+    metrics: outboxMetrics(metrics.registry, "usage"),
+    logger,
+  });
+  // Without a sink the records stay journaled, to be delivered once one is set.
+  if (config.usageSinkUrl) await usageOutbox.start();
+  else {
+    await usageOutbox.open();
+    logger.warn(
+      "no usage sink (--usage-sink-url): usage records are journaled and counted, not exported",
+    );
+  }
+  closers.push(() => usageOutbox.close());
+
+  let pay: GatewayDeps["pay"] = null;
+  if (config.payProviderUrl && config.paySigningSecretsFile && config.payProviderCredentialFile) {
+    const client = new PaymentProviderClient({
+      baseUrl: config.payProviderUrl,
+      credential: readSecretFile(config.payProviderCredentialFile),
+    });
+    const settlements = new DurableOutbox<SettlementRecord>({
+      dir: join(config.stateDir, "settlements"),
+      name: "settlements",
+      send: settlementSender(client),
+      isRetryable: isRetryableSettlementError,
+      retry: NEVER_GIVE_UP,
+      metrics: outboxMetrics(metrics.registry, "settlements"),
+      logger,
+    });
+    await settlements.start();
+    pay = paymentGate({
+      secrets: readSigningSecrets(config.paySigningSecretsFile),
+      toleranceSeconds: config.payToleranceSeconds,
+      client,
+      settlements,
+      now: Date.now,
+    });
+    closers.push(() => settlements.close());
+    closers.push(() => client.close());
+  } else {
+    logger.warn(
+      "payment route not configured: every /pay/v1/responses request is refused with 401",
+    );
+  }
+
+  const upstream = new Upstream();
+  closers.push(() => upstream.close());
+  const limiter = new RateLimiter({
+    defaults: { requestsPerMinute: config.rateLimitPerMinute, burst: config.rateLimitBurst },
+  });
+
+  const deps: GatewayDeps = {
+    registry: new ModelRegistry(),
+    upstream,
+    keys: apiKeyAuth(keys),
+    rateLimit: rateLimit(limiter),
+    meter: usageMeter(new Meter({ registry: metrics.registry, outbox: usageOutbox })),
+    pay,
+    metrics,
+    logger,
+    now: Date.now,
+    bodyLimit: config.bodyLimitBytes,
+  };
+  return {
+    deps,
+    async close() {
+      for (const close of closers.reverse()) await close();
+    },
+  };
+}

@@ -1,0 +1,84 @@
+import { readFileSync } from "node:fs";
+import { parse as parseYaml } from "yaml";
+import { z } from "zod";
+
+/**
+ * `modelgate gateway` settings: flags first, then MODELGATE_* variables,
+ * then defaults, parsed once with zod so a bad value stops start-up with
+ * the setting's name. Secrets come from files (mounted Secrets), never flags.
+ */
+const positiveInt = z.coerce.number().int().positive();
+
+export const gatewayConfigSchema = z.object({
+  host: z.string().default("0.0.0.0"),
+  port: z.coerce.number().int().min(0).max(65535).default(8080),
+  modelsDir: z.string().min(1).optional(),
+  keysFile: z.string().min(1).optional(),
+  stateDir: z.string().min(1).default(".modelgate/gateway"),
+  usageSinkUrl: z.url().optional(),
+  usageSinkTokenFile: z.string().min(1).optional(),
+  payProviderUrl: z.url().optional(),
+  payProviderCredentialFile: z.string().min(1).optional(),
+  paySigningSecretsFile: z.string().min(1).optional(),
+  payToleranceSeconds: positiveInt.default(300),
+  rateLimitPerMinute: positiveInt.default(600),
+  rateLimitBurst: positiveInt.default(60),
+  bodyLimitBytes: positiveInt.default(1024 * 1024),
+  logLevel: z.string().default("info"),
+});
+
+export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
+
+export function envName(key: string): string {
+  return `MODELGATE_${key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
+}
+
+function kebab(key: string): string {
+  return key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+}
+
+export function parseGatewayConfig(
+  flags: Record<string, unknown>,
+  env: NodeJS.ProcessEnv,
+): GatewayConfig {
+  const merged: Record<string, unknown> = {};
+  for (const key of Object.keys(gatewayConfigSchema.shape))
+    merged[key] = flags[key] ?? env[envName(key)];
+  const parsed = gatewayConfigSchema.safeParse(merged);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const key = String(issue.path[0] ?? "");
+    throw new Error(`invalid setting ${key} (--${kebab(key)} / ${envName(key)}): ${issue.message}`);
+  }
+  return parsed.data;
+}
+
+/**
+ * Payment-route signing secrets by key id, from YAML or JSON such as
+ * `{ "kid-2026-11": ["new-secret", "old-secret"] }`: several secrets per kid
+ * let a secret rotate without a moment where valid requests fail.
+ */
+export const signingSecretsSchema = z.record(
+  z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, "key ids are 1-64 of A-Z a-z 0-9 . _ -"),
+  z.union([z.string().min(16), z.array(z.string().min(16)).min(1)]),
+);
+
+export function readSigningSecrets(path: string): Map<string, string[]> {
+  const parsed = signingSecretsSchema.safeParse(parseYaml(readFileSync(path, "utf8")));
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new Error(
+      `${path}: ${issue.path.join(".") || "(file)"}: ${issue.message} (secrets are at least 16 characters)`,
+    );
+  }
+  return new Map(
+    Object.entries(parsed.data).map(([kid, value]) => [
+      kid,
+      Array.isArray(value) ? value : [value],
+    ]),
+  );
+}
+
+export function readSecretFile(path: string): string {
+  return readFileSync(path, "utf8").trim();
+}

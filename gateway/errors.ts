@@ -1,0 +1,68 @@
+import { defineError } from "../lib/coded-error.js";
+
+/**
+ * Every error the gateway answers with (the payment route's own are in
+ * gateway/pay/pay-errors.ts). Codes are stable and listed in docs/errors.md.
+ * Authentication failures never say which part of a credential was wrong.
+ */
+export const GatewayErrors = {
+  invalidRequest: defineError(
+    "invalid_request",
+    400,
+    "invalid_request_error",
+    (message: string, _param: string | null) => message,
+    (_message, param) => ({ param }),
+  ),
+  modelNotFound: defineError(
+    "model_not_found",
+    400,
+    "invalid_request_error",
+    (model: string) => `The model '${model}' does not exist or is not served on this route.`,
+    () => ({ param: "model" }),
+  ),
+  invalidApiKey: defineError(
+    "invalid_api_key",
+    401,
+    "authentication_error",
+    () => "Missing or invalid API key. Send it in the x-api-key header.",
+  ),
+  projectForbidden: defineError(
+    "project_forbidden",
+    403,
+    "permission_error",
+    () => "This API key may not use the project in x-project-id.",
+    () => ({ param: "x-project-id" }),
+  ),
+  requestTimeout: defineError(
+    "request_timeout",
+    408,
+    "server_error",
+    (seconds: number) => `The model did not answer within ${seconds} s.`,
+  ),
+  rateLimited: defineError(
+    "rate_limit_exceeded",
+    429,
+    "rate_limit_error",
+    (retryAfter: number) => `Rate limit reached; retry after ${retryAfter} s.`,
+    (retryAfter) => ({ retryAfterSeconds: retryAfter }),
+  ),
+  upstreamUnavailable: defineError(
+    "upstream_unavailable",
+    502,
+    "server_error",
+    (model: string) => `No runtime of model '${model}' accepted the connection.`,
+  ),
+  upstreamError: defineError(
+    "upstream_error",
+    502,
+    "server_error",
+    (model: string) => `The runtime of model '${model}' failed to answer.`,
+  ),
+  modelUnavailable: defineError(
+    "model_unavailable",
+    503,
+    "server_error",
+    (model: string) => `Model '${model}' has no ready runtime yet; retry shortly.`,
+    () => ({ retryAfterSeconds: 1 }),
+  ),
+} as const;

@@ -1,0 +1,52 @@
+import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+/** The gateway's Prometheus metrics, on a registry of its own (no global state). */
+export interface GatewayMetrics {
+  registry: Registry;
+  requests: Counter<"route" | "status_code" | "model">;
+  duration: Histogram<"route">;
+  upstreamDuration: Histogram<"model">;
+  allowanceFailOpen: Counter<"reason">;
+  rateLimited: Counter<"route">;
+}
+
+export function createGatewayMetrics(): GatewayMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+  return {
+    registry,
+    requests: new Counter({
+      name: "modelgate_gateway_requests_total",
+      help: "Responses requests answered, by route, status and model",
+      labelNames: ["route", "status_code", "model"],
+      registers,
+    }),
+    duration: new Histogram({
+      name: "modelgate_gateway_request_duration_seconds",
+      help: "Time from a request's arrival to its answer",
+      labelNames: ["route"],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    }),
+    upstreamDuration: new Histogram({
+      name: "modelgate_gateway_upstream_duration_seconds",
+      help: "Time a runtime took to answer",
+      labelNames: ["model"],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    }),
+    allowanceFailOpen: new Counter({
+      name: "modelgate_gateway_pay_allowance_fail_open_total",
+      help: "Payment-route requests let through because the provider could not answer",
+      labelNames: ["reason"],
+      registers,
+    }),
+    rateLimited: new Counter({
+      name: "modelgate_gateway_rate_limited_total",
+      help: "Requests refused by a rate limit",
+      labelNames: ["route"],
+      registers,
+    }),
+  };
+}

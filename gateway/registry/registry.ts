@@ -1,0 +1,94 @@
+import type { ModelTask } from "../../api/responses-request.js";
+import { modelIdOf, type InferenceModel, type RouteName } from "../../crds/inference-model.js";
+
+/**
+ * What the gateway knows of a model: enough to authorize, route and meter a
+ * request. One interface, fed by two sources: YAML files (`modelgate dev`)
+ * and the cluster's InferenceModels and EndpointSlices.
+ */
+export interface RoutableModel {
+  /** The `model` value clients send. */
+  id: string;
+  /** namespace/name of the InferenceModel. */
+  key: string;
+  task: ModelTask;
+  routes: ReadonlySet<RouteName>;
+  timeoutMs: number;
+  maxTokens: number | undefined;
+  serviceSlug: string;
+  /** Base URLs of ready runtime endpoints, e.g. http://10.244.1.5:8080. */
+  endpoints: readonly string[];
+}
+
+export function routableModel(object: InferenceModel, endpoints: readonly string[]): RoutableModel {
+  const namespace = object.metadata.namespace ?? "default";
+  const id = modelIdOf(object);
+  return {
+    id,
+    key: `${namespace}/${object.metadata.name}`,
+    task: object.spec.task,
+    routes: new Set(object.spec.routes),
+    timeoutMs: object.spec.timeoutSeconds * 1000,
+    maxTokens: object.spec.maxTokens,
+    serviceSlug: object.spec.pricing?.serviceSlug ?? id,
+    endpoints,
+  };
+}
+
+export interface RegistryListener {
+  (models: readonly RoutableModel[]): void;
+}
+
+/**
+ * The current set of models, by id. Sources replace entries by key; lookups
+ * are a map read, so the request path never waits on a source.
+ */
+export class ModelRegistry {
+  private byKey = new Map<string, RoutableModel>();
+  private byId = new Map<string, RoutableModel>();
+  private readonly listeners = new Set<RegistryListener>();
+  /** Ids claimed by more than one object: the first key in sort order wins. */
+  conflicts: string[] = [];
+
+  resolve(id: string): RoutableModel | undefined {
+    return this.byId.get(id);
+  }
+
+  list(): RoutableModel[] {
+    return [...this.byId.values()];
+  }
+
+  upsert(model: RoutableModel): void {
+    this.byKey.set(model.key, model);
+    this.reindex();
+  }
+
+  remove(key: string): void {
+    if (this.byKey.delete(key)) this.reindex();
+  }
+
+  /** Replaces every model of a source at once (the file source reloads whole folders). */
+  replaceAll(models: readonly RoutableModel[]): void {
+    this.byKey = new Map(models.map((m) => [m.key, m]));
+    this.reindex();
+  }
+
+  onChange(listener: RegistryListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private reindex(): void {
+    const byId = new Map<string, RoutableModel>();
+    const conflicts: string[] = [];
+    for (const key of [...this.byKey.keys()].sort()) {
+      const model = this.byKey.get(key)!;
+      if (byId.has(model.id)) conflicts.push(model.id);
+      else byId.set(model.id, model);
+    }
+    this.byId = byId;
+    this.conflicts = conflicts;
+    const models = this.list();
+    for (const listener of this.listeners) listener(models);
+  }
+}

@@ -1,0 +1,76 @@
+import { z } from "zod";
+import { responsesErrorSchema, responsesResponseSchema } from "../../api/responses-response.js";
+import type { HeaderSpec, ResponseSpec } from "./route-spec.js";
+
+/** Responses and headers both routes share (spec sections 4 and 7). */
+export const REQUEST_ID: HeaderSpec = {
+  name: "x-request-id",
+  required: false,
+  description:
+    "Correlation id: the caller's when sent (1-128 of A-Z a-z 0-9 . _ : @ -), else a new one. On every response.",
+};
+
+export const INFERENCE_TYPE: HeaderSpec = {
+  name: "x-inference-type",
+  required: false,
+  description: "Where inference ran: `cloud` when a runtime of the platform answered.",
+};
+
+export const RETRY_AFTER: HeaderSpec = {
+  name: "retry-after",
+  required: true,
+  description: "Seconds to wait before retrying.",
+};
+
+export const classifierResultSchema = z
+  .record(z.string(), z.number().min(0).max(1))
+  .describe("Zero-shot classifier result: one independent confidence score per candidate label");
+
+export const errorEnvelopeSchema = z
+  .object({ error: responsesErrorSchema })
+  .describe("ErrorEnvelope");
+
+export const internalErrorSchema = z
+  .object({
+    error: z.object({ type: z.literal("internal_error"), message: z.literal("Internal error") }),
+  })
+  .describe("The opaque 500 body: no detail is leaked");
+
+export const success: ResponseSpec = {
+  description:
+    "A Responses object (general models) or the label-to-score object (zero-shot classifiers)",
+  schema: z.union([responsesResponseSchema, classifierResultSchema]),
+  headers: [REQUEST_ID, INFERENCE_TYPE],
+};
+
+const failedEnvelope = (description: string): ResponseSpec => ({
+  description,
+  schema: responsesResponseSchema,
+  headers: [REQUEST_ID],
+});
+
+const envelope = (description: string, extra: HeaderSpec[] = []): ResponseSpec => ({
+  description,
+  schema: errorEnvelopeSchema,
+  headers: [REQUEST_ID, ...extra],
+});
+
+/** Rows of spec section 7 that both routes answer the same way. */
+export const sharedErrors: Record<number, ResponseSpec> = {
+  400: failedEnvelope(
+    "Malformed JSON, wrong Content-Type, or a missing or invalid field (failed Responses envelope; `error.param` names the field)",
+  ),
+  408: envelope("The runtime did not answer within the model's timeout (30 s by default)"),
+  413: failedEnvelope("The request body is over the size limit"),
+  420: failedEnvelope(
+    "Input tokens exceed the model's maxTokens and the model errors instead of truncating",
+  ),
+  429: envelope("Rate limited, or the model's queue is full", [RETRY_AFTER]),
+  500: {
+    description: "Unexpected server error",
+    schema: internalErrorSchema,
+    headers: [REQUEST_ID],
+  },
+  502: envelope("No runtime accepted the connection, or the runtime failed"),
+  503: envelope("The model has no ready runtime yet", [RETRY_AFTER]),
+};

@@ -1,0 +1,42 @@
+import { responsesRequestSchema } from "../../../api/responses-request.js";
+import { REQUEST_ID, errorEnvelopeSchema, sharedErrors, success } from "../common-responses.js";
+import type { RouteSpec } from "../route-spec.js";
+
+/** POST /v1/responses: the API-key route (spec 4.1, 5.1). */
+export const responsesRoute: RouteSpec = {
+  method: "POST",
+  path: "/v1/responses",
+  operationId: "createResponse",
+  summary: "Run a model (API key)",
+  description:
+    "Runs inference for `model` and returns a Responses object, or the label-to-score object for a zero-shot classifier. Billed to the key's account (subscription metering).",
+  security: "api-key",
+  requestHeaders: [
+    {
+      name: "x-api-key",
+      required: true,
+      description: "The caller's API key. `Authorization: Bearer <key>` is accepted as an alias.",
+    },
+    {
+      name: "x-project-id",
+      required: false,
+      description: "A project of the key's account that the request is scoped to.",
+    },
+    REQUEST_ID,
+  ],
+  requestBody: responsesRequestSchema,
+  responses: {
+    200: success,
+    ...sharedErrors,
+    401: {
+      description: "Missing, malformed, unknown or revoked API key",
+      schema: errorEnvelopeSchema,
+      headers: [REQUEST_ID],
+    },
+    403: {
+      description: "The key's account may not use the project in x-project-id",
+      schema: errorEnvelopeSchema,
+      headers: [REQUEST_ID],
+    },
+  },
+};

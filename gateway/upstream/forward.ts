@@ -1,0 +1,119 @@
+import { Agent, request } from "undici";
+import type { IncomingHttpHeaders } from "node:http";
+import { GatewayErrors } from "../errors.js";
+import type { RoutableModel } from "../registry/registry.js";
+import { pickEndpoint } from "./pick.js";
+
+/**
+ * Sends a request body to one of a model's runtimes over pooled keep-alive
+ * connections. Picks the endpoint with the fewest requests in flight; when a
+ * connection cannot be made, the request never reached a runtime and another
+ * endpoint is tried. Once a runtime has the request, a failure is never
+ * retried: inference may have run, and a repeat would run it twice.
+ */
+export interface ForwardRequest {
+  model: RoutableModel;
+  body: Buffer;
+  headers: Record<string, string>;
+  signal?: AbortSignal | undefined;
+}
+
+export interface UpstreamResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+  endpoint: string;
+}
+
+const CONNECT_FAILURES = new Set([
+  "ECONNREFUSED",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
+
+/** True when the error proves the request was not delivered. */
+export function isConnectFailure(error: unknown): boolean {
+  for (let e: unknown = error; e; e = (e as { cause?: unknown }).cause) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && CONNECT_FAILURES.has(code)) return true;
+    if (e === (e as { cause?: unknown }).cause) break;
+  }
+  return false;
+}
+
+function isTimeout(error: unknown): boolean {
+  const e = error as { name?: string; code?: string };
+  return (
+    e.name === "TimeoutError" ||
+    e.code === "UND_ERR_HEADERS_TIMEOUT" ||
+    e.code === "UND_ERR_BODY_TIMEOUT"
+  );
+}
+
+export interface UpstreamOptions {
+  /** Most connections per runtime endpoint. */
+  connectionsPerEndpoint?: number;
+  connectTimeoutMs?: number;
+}
+
+export class Upstream {
+  private readonly agent: Agent;
+  private readonly inFlight = new Map<string, number>();
+  private turn = 0;
+
+  constructor(options: UpstreamOptions = {}) {
+    this.agent = new Agent({
+      connections: options.connectionsPerEndpoint ?? 128,
+      keepAliveTimeout: 30_000,
+      connect: { timeout: options.connectTimeoutMs ?? 2_000 },
+    });
+  }
+
+  /** Requests in flight per endpoint (for metrics and tests). */
+  load(): ReadonlyMap<string, number> {
+    return this.inFlight;
+  }
+
+  async forward(req: ForwardRequest): Promise<UpstreamResponse> {
+    const { model } = req;
+    if (model.endpoints.length === 0) throw GatewayErrors.modelUnavailable(model.id);
+    const timeout = AbortSignal.timeout(model.timeoutMs);
+    const signal = req.signal ? AbortSignal.any([timeout, req.signal]) : timeout;
+    const tried = new Set<string>();
+    for (;;) {
+      const endpoint = pickEndpoint(model.endpoints, this.inFlight, tried, this.turn++);
+      if (!endpoint) throw GatewayErrors.upstreamUnavailable(model.id);
+      tried.add(endpoint);
+      this.inFlight.set(endpoint, (this.inFlight.get(endpoint) ?? 0) + 1);
+      try {
+        const response = await request(`${endpoint}/v1/responses`, {
+          dispatcher: this.agent,
+          method: "POST",
+          headers: req.headers,
+          body: req.body,
+          signal,
+        });
+        const body = Buffer.from(await response.body.arrayBuffer());
+        return { status: response.statusCode, headers: response.headers, body, endpoint };
+      } catch (error) {
+        if (timeout.aborted || isTimeout(error)) {
+          throw GatewayErrors.requestTimeout(Math.round(model.timeoutMs / 1000));
+        }
+        if (req.signal?.aborted) throw error;
+        if (isConnectFailure(error)) continue;
+        throw Object.assign(GatewayErrors.upstreamError(model.id), { cause: error });
+      } finally {
+        const left = (this.inFlight.get(endpoint) ?? 1) - 1;
+        if (left === 0) this.inFlight.delete(endpoint);
+        else this.inFlight.set(endpoint, left);
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.agent.close();
+  }
+}
