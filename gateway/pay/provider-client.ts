@@ -182,20 +182,27 @@ export class PaymentProviderClient {
     // One deadline for connect, headers and body alike: a provider that trickles
     // its answer is as unavailable as one that never starts it.
     const signal = AbortSignal.timeout(timeoutMs);
-    const response = await request(new URL(path, this.#base), {
-      method: "POST",
-      dispatcher: this.#dispatcher,
-      signal,
-      headers: {
-        "content-type": "application/json",
-        accept: "application/json",
-        authorization: `Bearer ${this.#credential}`,
-        ...extraHeaders,
-      },
-      body: JSON.stringify(body),
-    });
-    const raw = await readCapped(response.body, MAX_ANSWER_BYTES);
-    return { status: response.statusCode, raw };
+    try {
+      const response = await request(new URL(path, this.#base), {
+        method: "POST",
+        dispatcher: this.#dispatcher,
+        signal,
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json",
+          authorization: `Bearer ${this.#credential}`,
+          ...extraHeaders,
+        },
+        body: JSON.stringify(body),
+      });
+      const raw = await readCapped(response.body, MAX_ANSWER_BYTES);
+      return { status: response.statusCode, raw };
+    } catch (error) {
+      // Whatever undici wraps an abort in mid-body, the deadline is the cause.
+      if (signal.aborted)
+        throw new ProviderTimeout("no answer within the timeout", { cause: error });
+      throw error;
+    }
   }
 }
 
@@ -250,6 +257,7 @@ function unavailableFrom(error: unknown): Extract<AllowanceResult, { kind: "unav
   const name = error instanceof Error ? error.name : "";
   const code = (error as { code?: unknown } | null)?.code;
   if (
+    error instanceof ProviderTimeout ||
     name === "TimeoutError" ||
     code === "UND_ERR_HEADERS_TIMEOUT" ||
     code === "UND_ERR_BODY_TIMEOUT"
@@ -265,6 +273,7 @@ function unavailableFrom(error: unknown): Extract<AllowanceResult, { kind: "unav
 }
 
 class AnswerTooLarge extends Error {}
+class ProviderTimeout extends Error {}
 
 async function readCapped(body: Dispatcher.ResponseData["body"], limit: number): Promise<Buffer> {
   const chunks: Buffer[] = [];

@@ -220,13 +220,15 @@ describe("settle against the stand-in", () => {
 describe("answers the stand-in does not give", () => {
   let odd: Server;
   let oddUrl: string;
-  let reply: { status: number; body: string } = { status: 200, body: "" };
+  let reply: { status: number; body: string; stall?: boolean } = { status: 200, body: "" };
 
   beforeAll(async () => {
     odd = createServer((req, res) => {
       req.resume();
       res.writeHead(reply.status, { "content-type": "application/json" });
-      res.end(reply.body);
+      // A stall sends the headers and part of the body, then nothing more.
+      if (reply.stall) res.write(reply.body);
+      else res.end(reply.body);
     });
     await new Promise<void>((resolve) => odd.listen(0, "127.0.0.1", resolve));
     oddUrl = `http://127.0.0.1:${(odd.address() as AddressInfo).port}`;
@@ -237,9 +239,9 @@ describe("answers the stand-in does not give", () => {
     await new Promise((resolve) => odd.close(resolve));
   });
 
-  async function answer(status: number, body: string) {
-    reply = { status, body };
-    const c = new PaymentProviderClient({ baseUrl: oddUrl, credential: "x" });
+  async function answer(status: number, body: string, stall = false) {
+    reply = { status, body, stall };
+    const c = new PaymentProviderClient({ baseUrl: oddUrl, credential: "x", checkTimeoutMs: 300 });
     try {
       return await c.checkAllowance(check);
     } finally {
@@ -266,6 +268,13 @@ describe("answers the stand-in does not give", () => {
     ["an oversized answer", 200, JSON.stringify({ allowed: true, pad: "x".repeat(70_000) })],
   ])("is unavailable (bad_answer) on %s", async (_name, status, body) => {
     expect(await answer(status, body)).toMatchObject({ kind: "unavailable", reason: "bad_answer" });
+  });
+
+  it("is unavailable (timeout) when the body stalls after the headers", async () => {
+    expect(await answer(200, '{"allowed":', true)).toMatchObject({
+      kind: "unavailable",
+      reason: "timeout",
+    });
   });
 
   it("is unavailable (unexpected_status) on another 4xx or a redirect", async () => {
