@@ -1,0 +1,38 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startPlatform, type Platform } from "./support/platform.js";
+
+describe("gateway smoke", () => {
+  let p: Platform;
+  beforeAll(async () => {
+    p = await startPlatform();
+  });
+  afterAll(async () => p?.close());
+
+  it("serves both routes end to end", async () => {
+    const api = await p.api({
+      model: "tiny-gpt",
+      input: "Hello",
+      max_output_tokens: 4,
+      temperature: 0,
+    });
+    expect(api.status).toBe(200);
+    expect(api.headers.get("x-inference-type")).toBe("cloud");
+    expect(api.headers.get("x-request-id")).toMatch(/^req_/);
+    const pay = await p.pay({
+      model: "tiny-gpt",
+      input: "Hello",
+      max_output_tokens: 4,
+      temperature: 0,
+    });
+    expect(pay.status).toBe(200);
+    expect(pay.headers.get("pay-usage")).toMatch(
+      /^slug="tiny-gpt", input_tokens=\d+, output_tokens=4$/,
+    );
+    const nli = await p.api({
+      model: "tiny-nli",
+      input: "The team scored a goal",
+      categories: ["sports", "cooking"],
+    });
+    expect(await nli.json()).toEqual({ sports: expect.any(Number), cooking: expect.any(Number) });
+  });
+});

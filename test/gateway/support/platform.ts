@@ -1,0 +1,226 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { FastifyInstance } from "fastify";
+import { pino, type Logger } from "pino";
+import { buildGateway } from "../../../gateway/app.js";
+import { generateApiKey, type GeneratedKey } from "../../../gateway/auth/key-format.js";
+import { createGatewayComponents, type GatewayComponents } from "../../../gateway/components.js";
+import { gatewayConfigSchema, type GatewayConfig } from "../../../gateway/config.js";
+import { formatPaySignature, signPayload } from "../../../gateway/pay/signature.js";
+import { FileSource } from "../../../gateway/registry/file-source.js";
+import {
+  startPaymentProvider,
+  type PaymentProvider,
+} from "../../fixtures/payment-provider/server.js";
+import {
+  fixtureFolder,
+  startRuntime,
+  type RunningRuntime,
+} from "../../runtime/support/runtime-server.js";
+import { startCountingSink, type CountingSink } from "../outbox/sink-server.js";
+
+/**
+ * The whole request path on loopback, with real parts: runtimes serving the
+ * generated models, the payment-provider stand-in, a usage sink that dedupes
+ * on Idempotency-Key, and a listening gateway built from real components,
+ * real files (keys, secrets, InferenceModel YAML) and its own state folder.
+ */
+export const SECRETS = {
+  k1: "k1-secret-0123456789abcdef",
+  k2old: "k2-secret-old-0123456789ab",
+  k2new: "k2-secret-new-0123456789ab",
+} as const;
+
+export interface Platform {
+  url: string;
+  gateway: FastifyInstance;
+  components: GatewayComponents;
+  runtimes: { gpt: RunningRuntime; nli: RunningRuntime };
+  provider: PaymentProvider;
+  sink: CountingSink;
+  keys: { acme: GeneratedKey; acmeWeb: GeneratedKey; revoked: GeneratedKey; limited: GeneratedKey };
+  stateDir: string;
+  logLines: string[];
+  /** POST /v1/responses with a key (acme's unless given). */
+  api(
+    body: unknown,
+    options?: { key?: string | null; headers?: Record<string, string> },
+  ): Promise<Response>;
+  /** POST /pay/v1/responses, signed with kid k1 unless a header is given. */
+  pay(
+    body: unknown,
+    options?: { signature?: string | null; headers?: Record<string, string>; t?: number },
+  ): Promise<Response>;
+  sign(raw: string | Buffer, kid?: string, secret?: string, t?: number): string;
+  close(): Promise<void>;
+}
+
+export interface PlatformOptions {
+  /** Leave the payment route unconfigured. */
+  withoutPayments?: boolean;
+  config?: Partial<GatewayConfig>;
+}
+
+/** A server that accepts connections and never answers: a runtime stuck mid-inference. */
+async function startHungRuntime(): Promise<{ url: string; server: Server }> {
+  const server = createServer(() => {});
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}
+
+/** A port nothing listens on: connections are refused. */
+async function closedPort(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return `http://127.0.0.1:${port}`;
+}
+
+function modelYaml(name: string, spec: string, endpoint: string | null): string {
+  const status = endpoint ? `status:\n  endpoint: ${endpoint}\n` : "";
+  return `apiVersion: serving.modelgate.dev/v1alpha1\nkind: InferenceModel\nmetadata:\n  name: ${name}\nspec:\n${spec}${status}---\n`;
+}
+
+export async function startPlatform(options: PlatformOptions = {}): Promise<Platform> {
+  const dir = await mkdtemp(join(tmpdir(), "platform-"));
+  const gpt = await startRuntime({
+    path: await fixtureFolder("tiny-gpt"),
+    modelId: "tiny-gpt",
+    maxTokens: 256,
+    overflow: "error",
+  });
+  const nli = await startRuntime({ path: await fixtureFolder("tiny-nli"), modelId: "tiny-nli" });
+  const hung = await startHungRuntime();
+  const refused = await closedPort();
+  const provider = await startPaymentProvider();
+  const sink = await startCountingSink();
+
+  const source = "  source: { uri: file:///models/x }\n";
+  await writeFile(
+    join(dir, "models.yaml"),
+    modelYaml(
+      "tiny-gpt",
+      `  task: text-generation\n${source}  maxTokens: 256\n  overflow: error\n  pricing: { serviceSlug: tiny-gpt }\n`,
+      gpt.url,
+    ) +
+      modelYaml("tiny-nli", `  task: zero-shot-classification\n${source}`, nli.url) +
+      modelYaml(
+        "api-only",
+        `  model: tiny-gpt-api\n  task: text-generation\n${source}  routes: [api-key]\n`,
+        gpt.url,
+      ) +
+      modelYaml(
+        "pay-only",
+        `  model: tiny-gpt-pay\n  task: text-generation\n${source}  routes: [pay]\n`,
+        gpt.url,
+      ) +
+      modelYaml("no-endpoint", `  task: text-generation\n${source}`, null) +
+      modelYaml("refused", `  task: text-generation\n${source}`, refused) +
+      modelYaml("hung", `  task: text-generation\n${source}  timeoutSeconds: 1\n`, hung.url),
+  );
+  const keys = {
+    acme: generateApiKey(),
+    acmeWeb: generateApiKey(),
+    revoked: generateApiKey(),
+    limited: generateApiKey(),
+  };
+  const entry = (k: GeneratedKey, extra: string) =>
+    `  - id: ${k.id}\n    hash: ${k.hash}\n${extra}`;
+  await writeFile(
+    join(dir, "keys.yaml"),
+    "accounts:\n  - id: acme\n    projects: [web, batch]\n  - id: globex\n    projects: [lab]\nkeys:\n" +
+      entry(keys.acme, "    account: acme\n") +
+      entry(keys.acmeWeb, "    account: acme\n    projects: [web]\n") +
+      entry(keys.revoked, "    account: acme\n    revoked: true\n") +
+      entry(
+        keys.limited,
+        "    account: globex\n    rateLimit: { requestsPerMinute: 60, burst: 2 }\n",
+      ),
+  );
+  await writeFile(
+    join(dir, "secrets.yaml"),
+    `k1: ${SECRETS.k1}\nk2: [${SECRETS.k2new}, ${SECRETS.k2old}]\n`,
+  );
+  await writeFile(join(dir, "provider-credential"), provider.credential);
+
+  const config = gatewayConfigSchema.parse({
+    keysFile: join(dir, "keys.yaml"),
+    stateDir: join(dir, "state"),
+    usageSinkUrl: sink.url,
+    ...(options.withoutPayments
+      ? {}
+      : {
+          payProviderUrl: provider.url,
+          payProviderCredentialFile: join(dir, "provider-credential"),
+          paySigningSecretsFile: join(dir, "secrets.yaml"),
+        }),
+    ...options.config,
+  });
+  const logLines: string[] = [];
+  const logger: Logger = pino(
+    { level: "info" },
+    { write: (line: string) => void logLines.push(line) },
+  );
+  const components = await createGatewayComponents(config, logger);
+  const files = new FileSource({ dir, registry: components.deps.registry, logger });
+  await files.start();
+  const gateway = buildGateway(components.deps);
+  const url = await gateway.listen({ host: "127.0.0.1", port: 0 });
+
+  const sign = (
+    raw: string | Buffer,
+    kid = "k1",
+    secret: string = SECRETS.k1,
+    t = Math.floor(Date.now() / 1000),
+  ) => formatPaySignature({ t, kid, v1: [signPayload(Buffer.from(raw), secret)] });
+  const post = (path: string, body: unknown, headers: Record<string, string>) =>
+    fetch(`${url}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: typeof body === "string" ? body : JSON.stringify(body),
+    });
+
+  return {
+    url,
+    gateway,
+    components,
+    runtimes: { gpt, nli },
+    provider,
+    sink,
+    keys,
+    stateDir: config.stateDir,
+    logLines,
+    api(body, opts = {}) {
+      const key = opts.key === undefined ? keys.acme.key : opts.key;
+      return post("/v1/responses", body, {
+        ...(key === null ? {} : { "x-api-key": key }),
+        ...opts.headers,
+      });
+    },
+    pay(body, opts = {}) {
+      const raw = typeof body === "string" ? body : JSON.stringify(body);
+      const signature =
+        opts.signature === undefined ? sign(raw, "k1", SECRETS.k1, opts.t) : opts.signature;
+      return post("/pay/v1/responses", raw, {
+        ...(signature === null ? {} : { "pay-signature": signature }),
+        ...opts.headers,
+      });
+    },
+    sign,
+    async close() {
+      files.stop();
+      await gateway.close();
+      await components.close();
+      await gpt.close();
+      await nli.close();
+      await provider.close();
+      await sink.close();
+      hung.server.closeAllConnections();
+      await new Promise<void>((resolve) => hung.server.close(() => resolve()));
+    },
+  };
+}
