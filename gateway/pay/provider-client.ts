@@ -39,7 +39,9 @@ export type UnavailableReason =
   | "server_error"
   | "credential_rejected"
   | "unexpected_status"
-  | "bad_answer";
+  | "bad_answer"
+  /** The caller's own signal fired (client gone, shutdown): no verdict was reached. */
+  | "aborted";
 
 export interface ProviderDenial {
   readonly kind: "denied";
@@ -67,6 +69,13 @@ export interface SettlementRequest {
   readonly model: string;
   readonly inputTokens: number;
   readonly outputTokens: number;
+}
+
+export interface SettleOptions {
+  /** Default: the request id. The outbox passes the key it journaled the record under. */
+  readonly idempotencyKey?: string;
+  /** Aborts the attempt (e.g. on shutdown); the settlement stays retryable. */
+  readonly signal?: AbortSignal;
 }
 
 export interface SettleOutcome {
@@ -114,7 +123,10 @@ export class PaymentProviderClient {
     this.#dispatcher = options.dispatcher ?? new Agent({ keepAliveTimeout: 30_000 });
   }
 
-  async checkAllowance(check: AllowanceRequest): Promise<AllowanceResult> {
+  async checkAllowance(
+    check: AllowanceRequest,
+    options: { readonly signal?: AbortSignal } = {},
+  ): Promise<AllowanceResult> {
     const body = {
       request_id: check.requestId,
       agent_id: check.agentId,
@@ -124,17 +136,20 @@ export class PaymentProviderClient {
     };
     let answer: ProviderAnswer;
     try {
-      answer = await this.#post("v1/allowances/check", body, {}, this.#checkTimeoutMs);
+      answer = await this.#post(
+        "v1/allowances/check",
+        body,
+        {},
+        this.#checkTimeoutMs,
+        options.signal,
+      );
     } catch (error) {
       return unavailableFrom(error);
     }
     return interpretAllowance(answer);
   }
 
-  async settle(
-    settlement: SettlementRequest,
-    idempotencyKey = settlement.requestId,
-  ): Promise<SettleOutcome> {
+  async settle(settlement: SettlementRequest, options: SettleOptions = {}): Promise<SettleOutcome> {
     const body = {
       request_id: settlement.requestId,
       agent_id: settlement.agentId,
@@ -148,8 +163,9 @@ export class PaymentProviderClient {
       answer = await this.#post(
         "v1/settlements",
         body,
-        { "idempotency-key": idempotencyKey },
+        { "idempotency-key": options.idempotencyKey ?? settlement.requestId },
         this.#settleTimeoutMs,
+        options.signal,
       );
     } catch (error) {
       const { reason, detail } = unavailableFrom(error);
@@ -178,10 +194,12 @@ export class PaymentProviderClient {
     body: unknown,
     extraHeaders: Record<string, string>,
     timeoutMs: number,
+    callerSignal: AbortSignal | undefined,
   ): Promise<ProviderAnswer> {
     // One deadline for connect, headers and body alike: a provider that trickles
     // its answer is as unavailable as one that never starts it.
-    const signal = AbortSignal.timeout(timeoutMs);
+    const deadline = AbortSignal.timeout(timeoutMs);
+    const signal = callerSignal ? AbortSignal.any([deadline, callerSignal]) : deadline;
     try {
       const response = await request(new URL(path, this.#base), {
         method: "POST",
@@ -199,8 +217,10 @@ export class PaymentProviderClient {
       return { status: response.statusCode, raw };
     } catch (error) {
       // Whatever undici wraps an abort in mid-body, the deadline is the cause.
-      if (signal.aborted)
+      if (deadline.aborted) {
         throw new ProviderTimeout("no answer within the timeout", { cause: error });
+      }
+      if (callerSignal?.aborted) throw new CallerAborted("aborted by the caller", { cause: error });
       throw error;
     }
   }
@@ -264,6 +284,9 @@ function unavailableFrom(error: unknown): Extract<AllowanceResult, { kind: "unav
   ) {
     return { kind: "unavailable", reason: "timeout", detail: "no answer within the timeout" };
   }
+  if (error instanceof CallerAborted) {
+    return { kind: "unavailable", reason: "aborted", detail: error.message };
+  }
   if (error instanceof AnswerTooLarge) {
     return { kind: "unavailable", reason: "bad_answer", detail: error.message };
   }
@@ -274,6 +297,7 @@ function unavailableFrom(error: unknown): Extract<AllowanceResult, { kind: "unav
 
 class AnswerTooLarge extends Error {}
 class ProviderTimeout extends Error {}
+class CallerAborted extends Error {}
 
 async function readCapped(body: Dispatcher.ResponseData["body"], limit: number): Promise<Buffer> {
   const chunks: Buffer[] = [];

@@ -24,7 +24,12 @@ export interface SettlementRecord {
   readonly createdAtMs: number;
 }
 
-export type SettlementSend = (record: SettlementRecord, idempotencyKey: string) => Promise<void>;
+/** Matches the outbox's `OutboxSend<SettlementRecord>`. */
+export type SettlementSend = (
+  record: SettlementRecord,
+  idempotencyKey: string,
+  options?: { readonly signal?: AbortSignal },
+) => Promise<void>;
 
 export interface SettlementSenderHooks {
   /** Called after each delivered settlement (409 included); for metrics. */
@@ -44,18 +49,32 @@ export function settlementSender(
   client: Pick<PaymentProviderClient, "settle">,
   hooks: SettlementSenderHooks = {},
 ): SettlementSend {
-  return async (record, idempotencyKey) => {
+  return async (record, idempotencyKey, options = {}) => {
     if (!isValidRecord(record)) {
       // A record we cannot even describe to the provider will not improve with
       // time; retrying it would only block the queue behind it.
       throw new SettlementError("settlement record is not well formed", false);
     }
-    const outcome = await client.settle(toRequest(record), idempotencyKey);
+    const outcome = await client.settle(toRequest(record), {
+      idempotencyKey,
+      signal: options.signal,
+    });
     hooks.onSettled?.(record, outcome.alreadySettled);
   };
 }
 
-/** True when the outbox should try this error again later. Unknown errors are retried. */
+/**
+ * The outbox's `parse` for records read back from disk: returns the record,
+ * or throws so the outbox parks a corrupt line instead of sending it.
+ */
+export function parseSettlementRecord(value: unknown): SettlementRecord {
+  if (!isValidRecord(value) || !isCount((value as Record<string, unknown>).createdAtMs)) {
+    throw new SettlementError("settlement record is not well formed", false);
+  }
+  return value as SettlementRecord;
+}
+
+/** The outbox's `isRetryable`. Unknown errors are retried: losing a settlement is worse. */
 export function isRetryableSettlementError(error: unknown): boolean {
   return !(error instanceof SettlementError) || error.retryable;
 }
@@ -71,9 +90,10 @@ function toRequest(record: SettlementRecord): SettlementRequest {
   };
 }
 
-function isValidRecord(record: SettlementRecord): boolean {
+function isValidRecord(record: unknown): boolean {
   // Replayed records come from disk, so the types are checked, not assumed.
-  const r = record as unknown as Record<string, unknown>;
+  if (typeof record !== "object" || record === null) return false;
+  const r = record as Record<string, unknown>;
   return (
     typeof r.requestId === "string" &&
     r.requestId.length > 0 &&

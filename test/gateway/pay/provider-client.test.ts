@@ -182,7 +182,7 @@ describe("settle against the stand-in", () => {
   });
 
   it("uses the given idempotency key", async () => {
-    await client.settle(settlement, "outbox-key-7");
+    await client.settle(settlement, { idempotencyKey: "outbox-key-7" });
     expect(provider.ledger.settlements[0]?.idempotencyKey).toBe("outbox-key-7");
   });
 
@@ -214,6 +214,22 @@ describe("settle against the stand-in", () => {
     } finally {
       await wrong.close();
     }
+  });
+});
+
+describe("a caller's signal", () => {
+  it("ends a check with `aborted`, and a settlement with a retryable error", async () => {
+    await provider.setMode("hang");
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 50);
+    expect(await client.checkAllowance(check, { signal: controller.signal })).toMatchObject({
+      kind: "unavailable",
+      reason: "aborted",
+    });
+    const error = await client
+      .settle(settlement, { signal: AbortSignal.abort() })
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: "SettlementError", retryable: true });
   });
 });
 

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PaymentProviderClient, SettlementError } from "../../../gateway/pay/provider-client.js";
 import {
   isRetryableSettlementError,
+  parseSettlementRecord,
   settlementSender,
   type SettlementRecord,
 } from "../../../gateway/pay/settlement.js";
@@ -87,8 +88,48 @@ describe("settlementSender", () => {
     expect(calls).toEqual([]);
   });
 
+  it("passes the outbox's abort signal on, and stays retryable when it fires", async () => {
+    await provider.setMode("hang");
+    try {
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(), 30);
+      const started = performance.now();
+      const error = await settlementSender(client)(record, "req_46", {
+        signal: controller.signal,
+      }).catch((e: unknown) => e);
+      expect(performance.now() - started).toBeLessThan(250);
+      expect(isRetryableSettlementError(error)).toBe(true);
+    } finally {
+      await provider.setMode("allow");
+    }
+  });
+
   it("treats errors it does not know as retryable", () => {
     expect(isRetryableSettlementError(new Error("socket hang up"))).toBe(true);
     expect(isRetryableSettlementError(new SettlementError("x", false, 400))).toBe(false);
+  });
+});
+
+describe("parseSettlementRecord", () => {
+  it("returns a record read back from JSON", () => {
+    expect(parseSettlementRecord(JSON.parse(JSON.stringify(record)))).toEqual(record);
+    expect(parseSettlementRecord({ ...record, agentId: null }).agentId).toBeNull();
+  });
+
+  it.each([
+    ["null", null],
+    ["a string", "req_42"],
+    ["no request id", { ...record, requestId: "" }],
+    ["a negative count", { ...record, outputTokens: -1 }],
+    ["a string count", { ...record, inputTokens: "5" }],
+    ["no timestamp", { ...record, createdAtMs: undefined }],
+  ])("throws, without retry, on %s", (_name, value) => {
+    let error: unknown;
+    try {
+      parseSettlementRecord(value);
+    } catch (e) {
+      error = e;
+    }
+    expect(isRetryableSettlementError(error)).toBe(false);
   });
 });
