@@ -1,5 +1,5 @@
 import { defineError, isCodedError, type CodedError } from "../../lib/coded-error.js";
-import type { ProviderDenial } from "./provider-client.js";
+import type { ProviderDenial } from "./allowance-answer.js";
 import type { PaySignatureFailureReason, VerifyPaySignatureResult } from "./signature.js";
 
 /**

@@ -1,4 +1,17 @@
 import { Agent, request, type Dispatcher } from "undici";
+import {
+  interpretAllowance,
+  type AllowanceResult,
+  type ProviderAnswer,
+} from "./allowance-answer.js";
+
+export {
+  interpretAllowance,
+  type AllowanceResult,
+  type ProviderAnswer,
+  type ProviderDenial,
+  type UnavailableReason,
+} from "./allowance-answer.js";
 
 /**
  * Our HTTP client for the payment provider: the allowance check before any
@@ -31,36 +44,6 @@ export interface AllowanceRequest {
   /** Upper bound on output tokens the request may generate, if known. */
   readonly maxTokens: number | null;
 }
-
-/** A closed set, so it can label a metric without growing its cardinality. */
-export type UnavailableReason =
-  | "timeout"
-  | "connection_error"
-  | "server_error"
-  | "credential_rejected"
-  | "unexpected_status"
-  | "bad_answer"
-  /** The caller's own signal fired (client gone, shutdown): no verdict was reached. */
-  | "aborted";
-
-export interface ProviderDenial {
-  readonly kind: "denied";
-  readonly status: 402;
-  /** The denial as parsed JSON, for logs and decisions. */
-  readonly body: unknown;
-  /** The exact bytes to send back to the client (always a JSON document). */
-  readonly raw: Buffer;
-}
-
-export type AllowanceResult =
-  | { readonly kind: "allowed" }
-  | ProviderDenial
-  | {
-      readonly kind: "unavailable";
-      readonly reason: UnavailableReason;
-      readonly detail: string;
-      readonly status?: number;
-    };
 
 export interface SettlementRequest {
   readonly requestId: string;
@@ -99,9 +82,6 @@ export class SettlementError extends Error {
 
 /** Statuses meaning "the provider read this settlement and will never accept it". */
 const PERMANENT_SETTLEMENT_STATUSES = new Set([400, 413, 422]);
-
-/** Used when a 402 carries no JSON: the client still gets a JSON PaymentRequiredError. */
-const FALLBACK_DENIAL = { error: "payment_required" } as const;
 
 export class PaymentProviderClient {
   readonly #base: URL;
@@ -226,53 +206,6 @@ export class PaymentProviderClient {
   }
 }
 
-export interface ProviderAnswer {
-  readonly status: number;
-  readonly raw: Buffer;
-}
-
-/** Exported for tests: the meaning of an allowance answer, apart from the I/O. */
-export function interpretAllowance(answer: ProviderAnswer): AllowanceResult {
-  const { status, raw } = answer;
-  if (status === 402) {
-    const parsed = parseJson(raw);
-    // An explicit 402 is a denial even when its body is garbage: failing open
-    // on it would serve exactly the callers the provider refused.
-    if (isObject(parsed)) return { kind: "denied", status: 402, body: parsed, raw };
-    return {
-      kind: "denied",
-      status: 402,
-      body: FALLBACK_DENIAL,
-      raw: Buffer.from(JSON.stringify(FALLBACK_DENIAL)),
-    };
-  }
-  if (status === 200) {
-    const parsed = parseJson(raw);
-    if (isObject(parsed) && parsed.allowed === true) return { kind: "allowed" };
-    if (isObject(parsed) && parsed.allowed === false) {
-      return { kind: "denied", status: 402, body: parsed, raw };
-    }
-    return {
-      kind: "unavailable",
-      reason: "bad_answer",
-      detail: "200 without a boolean `allowed`",
-      status,
-    };
-  }
-  if (status >= 500) {
-    return { kind: "unavailable", reason: "server_error", detail: `answered ${status}`, status };
-  }
-  if (status === 401 || status === 403) {
-    return {
-      kind: "unavailable",
-      reason: "credential_rejected",
-      detail: `answered ${status}`,
-      status,
-    };
-  }
-  return { kind: "unavailable", reason: "unexpected_status", detail: `answered ${status}`, status };
-}
-
 function unavailableFrom(error: unknown): Extract<AllowanceResult, { kind: "unavailable" }> {
   const name = error instanceof Error ? error.name : "";
   const code = (error as { code?: unknown } | null)?.code;
@@ -312,18 +245,6 @@ async function readCapped(body: Dispatcher.ResponseData["body"], limit: number):
     chunks.push(buffer);
   }
   return Buffer.concat(chunks);
-}
-
-function parseJson(raw: Buffer): unknown {
-  try {
-    return JSON.parse(raw.toString("utf8")) as unknown;
-  } catch {
-    return undefined;
-  }
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function snippet(raw: Buffer): string {
