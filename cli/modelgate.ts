@@ -101,6 +101,37 @@ keys
     process.exitCode = await runKeysCreateCommand({ ...flags, projects: flags.project });
   });
 
+program
+  .command("dev")
+  .description(
+    "run the whole platform on this machine: runtimes, gateway, a demo key and a local payment provider",
+  )
+  .option(
+    "--models-dir <dir>",
+    "folder of InferenceModel YAML (default: examples/dev, the generated test models)",
+  )
+  .option("--port <port>", "gateway port (default 8080)")
+  .option("--host <host>", "gateway address (default 127.0.0.1)")
+  .option("--state-dir <dir>", "where keys, secrets and journals go (default .modelgate/dev)")
+  .option("--no-pay", "do not start the local payment provider")
+  .action(async (flags: Record<string, unknown>) => {
+    const { runDev } = await import("./dev/dev-command.js");
+    await runDev(flags);
+  });
+
+const pay = program.command("pay").description("payment-route tools");
+pay
+  .command("sign")
+  .description("print a pay-signature header value for a request body")
+  .requiredOption("--kid <id>", "the signing key id")
+  .requiredOption("--secret-file <file>", "file holding the signing secret")
+  .option("--body <json>", "the exact request body")
+  .option("--body-file <file>", "a file holding the exact request body")
+  .action(async (flags: { kid: string; secretFile: string; body?: string; bodyFile?: string }) => {
+    const { runPaySign } = await import("./pay-sign.js");
+    process.exitCode = await runPaySign(flags);
+  });
+
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`modelgate: ${(error as Error).message}\n`);
   process.exitCode = 1;
