@@ -67,7 +67,7 @@ function runtimeArgs(model: InferenceModel, path: string, port: number): string[
     "--overflow",
     model.spec.overflow,
   ];
-  const optional: Array<[string, unknown]> = [
+  const optional: Array<[string, string | number | undefined]> = [
     ["--max-tokens", model.spec.maxTokens],
     ["--threads", tuning.threads],
     ["--max-batch-size", tuning.maxBatchSize],
