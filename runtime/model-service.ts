@@ -24,7 +24,9 @@ export interface ThroughputOptions {
 
 export const DEFAULT_THROUGHPUT: ThroughputOptions = {
   maxBatchSize: 32,
-  batchWindowMs: 5,
+  // No wait when the model is idle: requests that arrive while a batch runs
+  // form the next batch, so batches grow with load and a lone request is not delayed.
+  batchWindowMs: 0,
   generationConcurrency: 8,
   maxQueue: 256,
 };

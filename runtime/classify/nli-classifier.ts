@@ -69,12 +69,25 @@ export class NliClassifier implements ZeroShotClassifier<PreparedNli> {
     return this.tokenizer.encode(text, { addSpecialTokens: false }).ids.length;
   }
 
+  /** Labels repeat from request to request: their hypotheses are counted once. */
+  private readonly hypothesisCounts = new Map<string, number>();
+
+  private hypothesisTokens(hypothesis: string): number {
+    let count = this.hypothesisCounts.get(hypothesis);
+    if (count === undefined) {
+      count = this.tokens(hypothesis);
+      if (this.hypothesisCounts.size >= 4096) this.hypothesisCounts.clear();
+      this.hypothesisCounts.set(hypothesis, count);
+    }
+    return count;
+  }
+
   prepare(request: ResponsesRequest): PreparedNli {
     const labels = parseCandidateLabels(request);
     const hypotheses = labels.map((label) =>
       this.options.hypothesisTemplate.replaceAll("{}", label),
     );
-    const hypothesisTokens = hypotheses.map((h) => this.tokens(h));
+    const hypothesisTokens = hypotheses.map((h) => this.hypothesisTokens(h));
     const room = this.options.contextLength - this.pairSpecials - Math.max(0, ...hypothesisTokens);
     const limit = Math.min(this.options.maxTokens, room);
     let premise = request.input;
@@ -96,8 +109,8 @@ export class NliClassifier implements ZeroShotClassifier<PreparedNli> {
     const pairs = hypotheses.map((hypothesis) =>
       this.tokenizer.encode(premise, { pair: hypothesis }),
     );
-    const inputTokens =
-      Math.min(premiseTokens, this.tokens(premise)) + hypothesisTokens.reduce((a, b) => a + b, 0);
+    const keptTokens = premise === request.input ? premiseTokens : this.tokens(premise);
+    const inputTokens = keptTokens + hypothesisTokens.reduce((a, b) => a + b, 0);
     return { labels, pairs, inputTokens };
   }
 

@@ -78,11 +78,11 @@ export class Batcher<I, O> {
       this.flush();
       return;
     }
+    // Not unref'd: a request waiting for its batch must keep the process alive.
     this.timer ??= setTimeout(() => {
       this.timer = null;
       this.flush();
     }, this.options.maxWaitMs);
-    this.timer.unref();
   }
 
   private flush(): void {

@@ -43,6 +43,9 @@ export class ModelSession {
       executionMode: "sequential",
       enableCpuMemArena: true,
       enableMemPattern: true,
+      // Spinning intra-op threads keep cores busy between runs; on a pod's
+      // few cores that time belongs to the event loop serving HTTP.
+      extra: { session: { intra_op: { allow_spinning: "0" } } },
     });
     return new ModelSession(session);
   }
