@@ -1,0 +1,195 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startPlatform, type Platform } from "../support/platform.js";
+import { read, type Json } from "./support.js";
+
+/**
+ * `GET /openapi.json`: the interface description the gateway serves, checked
+ * against the spec: both paths, every status each route answers, the
+ * response headers of section 4, and the ResponsesRequest of section 2.1.
+ */
+let p: Platform;
+let doc: Json;
+beforeAll(async () => {
+  p = await startPlatform();
+  const answer = await read(fetch(`${p.url}/openapi.json`));
+  expect(answer.status).toBe(200);
+  doc = answer.body;
+});
+afterAll(async () => p?.close());
+
+const PATHS = { "api-key": "/v1/responses", pay: "/pay/v1/responses" } as const;
+type Route = keyof typeof PATHS;
+const op = (route: Route) => ((doc.paths as Json)[PATHS[route]] as Json).post as Json;
+const responses = (route: Route) => op(route).responses as Record<string, Json>;
+const headerNames = (route: Route, status: number) =>
+  Object.keys((responses(route)[String(status)]?.headers as Json | undefined) ?? {});
+
+/** The statuses each route answers (spec 4.1, 4.2, 7), as observed in the rest of this suite. */
+const STATUSES: Record<Route, number[]> = {
+  "api-key": [200, 400, 401, 403, 408, 420, 429, 500, 502, 503],
+  pay: [200, 400, 401, 402, 408, 420, 429, 500, 502, 503],
+};
+
+/** Every field of spec 2.1. */
+const FIELDS = [
+  "model",
+  "input",
+  "instructions",
+  "max_output_tokens",
+  "parallel_tool_calls",
+  "previous_response_id",
+  "store",
+  "temperature",
+  "top_p",
+  "truncation",
+  "categories",
+  "multilingual",
+  "metadata",
+  "text",
+];
+
+describe("openapi · the document", () => {
+  it("openapi · is OpenAPI 3.1.0 with info", () => {
+    expect(doc.openapi).toBe("3.1.0");
+    expect(typeof (doc.info as Json).title).toBe("string");
+    expect(typeof (doc.info as Json).version).toBe("string");
+  });
+
+  it("openapi · 4 · documents both paths with POST", () => {
+    expect(Object.keys(doc.paths as Json).sort()).toEqual(Object.values(PATHS).sort());
+    expect(op("api-key")).toBeDefined();
+    expect(op("pay")).toBeDefined();
+  });
+
+  it.each<[Route, string, string]>([
+    ["api-key", "x-api-key", "apiKey"],
+    ["pay", "pay-signature", "paySignature"],
+  ])("openapi · 5 · %s route is secured by the %s header", (route, header, scheme) => {
+    expect(op(route).security).toEqual([{ [scheme]: [] }]);
+    const schemes = (doc.components as Json).securitySchemes as Record<string, Json>;
+    expect(schemes[scheme]).toMatchObject({ type: "apiKey", in: "header", name: header });
+  });
+
+  it.each<[Route, string]>([
+    ["api-key", "x-project-id"],
+    ["pay", "pay-request-id"],
+    ["pay", "pay-agent-id"],
+  ])("openapi · 2.1 · %s route documents the optional %s header", (route, name) => {
+    const params = op(route).parameters as Json[];
+    expect(params.find((param) => param.name === name)).toMatchObject({
+      in: "header",
+      required: false,
+    });
+  });
+
+  it("openapi · 5.2 · the payment route documents no x-api-key", () => {
+    const params = op("pay").parameters as Json[];
+    expect(params.some((param) => param.name === "x-api-key")).toBe(false);
+    expect(op("pay").security).not.toContainEqual({ apiKey: [] });
+  });
+});
+
+describe("openapi · statuses and headers", () => {
+  it.each(
+    (["api-key", "pay"] as const).flatMap((route) =>
+      STATUSES[route].map((status) => [route, status] as const),
+    ),
+  )("openapi · 7 · %s route documents %i", (route, status) => {
+    expect(responses(route)[String(status)]).toBeDefined();
+    expect(typeof responses(route)[String(status)]!.description).toBe("string");
+  });
+
+  it.each(
+    (["api-key", "pay"] as const).flatMap((route) =>
+      STATUSES[route].map((status) => [route, status] as const),
+    ),
+  )("openapi · 4.2 · %s route documents x-request-id on %i", (route, status) => {
+    expect(headerNames(route, status)).toContain("x-request-id");
+  });
+
+  it.each<Route>(["api-key", "pay"])(
+    "openapi · 4.2 · %s route documents x-inference-type on 200",
+    (route) => {
+      expect(headerNames(route, 200)).toContain("x-inference-type");
+    },
+  );
+
+  it("openapi · 4.2 · the payment route documents pay-usage on 200, and not on errors", () => {
+    expect(headerNames("pay", 200)).toContain("pay-usage");
+    for (const status of STATUSES.pay.filter((s) => s !== 200)) {
+      expect(headerNames("pay", status)).not.toContain("pay-usage");
+    }
+    expect(headerNames("api-key", 200)).not.toContain("pay-usage");
+  });
+
+  it.each(
+    (["api-key", "pay"] as const).flatMap((route) => [429, 503].map((s) => [route, s] as const)),
+  )("openapi · 7 · %s route documents retry-after on %i", (route, status) => {
+    expect(headerNames(route, status)).toContain("retry-after");
+  });
+
+  it("openapi · 2.4 · the payment route's 401 body is PaymentSignatureError", () => {
+    const schema = ((responses("pay")["401"]!.content as Json)["application/json"] as Json)
+      .schema as Json;
+    expect(schema).toMatchObject({
+      type: "object",
+      properties: { error: { const: "invalid_pay_signature" } },
+      required: ["error"],
+    });
+  });
+
+  it.each<Route>(["api-key", "pay"])(
+    "openapi · 7 · %s route's 500 body is the opaque internal_error",
+    (route) => {
+      const schema = ((responses(route)["500"]!.content as Json)["application/json"] as Json)
+        .schema as Json;
+      const error = (schema.properties as Json).error as Json;
+      expect(error.properties).toMatchObject({
+        type: { const: "internal_error" },
+        message: { const: "Internal error" },
+      });
+    },
+  );
+});
+
+describe("openapi · 2.1 · the request body schema", () => {
+  const body = (route: Route) =>
+    (((op(route).requestBody as Json).content as Json)["application/json"] as Json).schema as Json;
+  const props = (route: Route) => body(route).properties as Record<string, Json>;
+
+  it.each<Route>(["api-key", "pay"])(
+    "openapi · 2.1 · %s · model and input are required",
+    (route) => {
+      expect(body(route).required).toEqual(expect.arrayContaining(["model", "input"]));
+      expect(props(route).model).toMatchObject({ type: "string" });
+      expect(props(route).input).toMatchObject({ type: "string" });
+    },
+  );
+
+  it.each((["api-key", "pay"] as const).flatMap((route) => FIELDS.map((f) => [route, f] as const)))(
+    "openapi · 2.1 · %s · documents %s",
+    (route, field) => {
+      expect(props(route)[field]).toBeDefined();
+    },
+  );
+
+  it.each<Route>(["api-key", "pay"])(
+    "openapi · 2.1 · %s · unknown extra properties are allowed",
+    (route) => {
+      expect(body(route).additionalProperties).not.toBe(false);
+    },
+  );
+
+  it("openapi · 2.1 · defaults and allowed values are documented", () => {
+    const p1 = props("api-key");
+    expect(p1.parallel_tool_calls).toMatchObject({ type: "boolean", default: true });
+    expect(p1.store).toMatchObject({ type: "boolean", default: true });
+    expect(p1.truncation).toMatchObject({ default: "auto" });
+    expect((p1.truncation!.enum as string[]).sort()).toEqual(["auto", "disabled"]);
+    expect(p1.categories).toMatchObject({ type: "array", items: { type: "string" } });
+    expect(p1.multilingual).toMatchObject({ type: "boolean" });
+    expect(p1.metadata).toMatchObject({ type: "object" });
+    const format = ((p1.text!.properties as Json).format as Json).properties as Json;
+    expect(format.type).toBeDefined();
+  });
+});
