@@ -77,6 +77,13 @@ export const responsesRequestSchema = z.looseObject({
   multilingual: z.boolean().optional(),
   metadata: metadataSchema.optional(),
   text: z.looseObject({ format: textFormatSchema.optional() }).optional(),
+  // The OpenAI clients send `stream`; a stream is not something this API
+  // answers with, so asking for one is refused instead of silently ignored.
+  stream: z
+    .boolean()
+    .refine((stream) => !stream, "streaming is not supported; omit `stream` or set it to false")
+    .nullable()
+    .optional(),
 });
 
 export type ResponsesRequest = z.infer<typeof responsesRequestSchema>;

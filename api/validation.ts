@@ -38,6 +38,21 @@ function describe(issue: z.core.$ZodIssue, body: object): FieldProblem {
   return { param, message: `Invalid '${param}': ${issue.message}` };
 }
 
+/**
+ * JSON.parse keeps `"__proto__"` as an own key, but assigning it to an object
+ * sets the prototype instead: it would vanish from validation and the echo.
+ */
+function reservedMetadataKey(body: object): FieldProblem | null {
+  const metadata = (body as { metadata?: unknown }).metadata;
+  if (typeof metadata === "object" && metadata !== null && Object.hasOwn(metadata, "__proto__")) {
+    return {
+      param: "metadata.__proto__",
+      message: "Invalid 'metadata.__proto__': this key is reserved.",
+    };
+  }
+  return null;
+}
+
 /** Validates a parsed JSON body; the first problem is the one reported. */
 export function validateRequest(body: unknown): Validation {
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
@@ -46,6 +61,8 @@ export function validateRequest(body: unknown): Validation {
       problem: { param: null, message: "The request body must be a JSON object." },
     };
   }
+  const reserved = reservedMetadataKey(body);
+  if (reserved) return { ok: false, problem: reserved };
   const parsed = responsesRequestSchema.safeParse(body);
   if (!parsed.success) {
     const first = parsed.error.issues[0];

@@ -49,7 +49,9 @@ export function buildRuntime(deps: RuntimeDeps): FastifyInstance {
       },
     }),
   );
-  app.addHook("onResponse", async (_request, reply) => {
+  app.addHook("onResponse", async (request, reply) => {
+    // Health checks and scrapes are not Responses requests.
+    if (request.routeOptions.url !== "/v1/responses") return;
     deps.metrics.requests.inc({ status_code: String(reply.statusCode) });
   });
   healthRoutes(app, context);

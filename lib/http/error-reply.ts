@@ -11,10 +11,10 @@ import { HttpErrors } from "./http-errors.js";
  */
 
 /** Fastify's own request errors, mapped onto our codes. */
-function fromFastify(error: FastifyError): CodedError | null {
+function fromFastify(error: FastifyError, request: FastifyRequest): CodedError | null {
   switch (error.code) {
     case "FST_ERR_CTP_BODY_TOO_LARGE":
-      return HttpErrors.bodyTooLarge(error.message);
+      return HttpErrors.bodyTooLarge(request.routeOptions.bodyLimit);
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
       return HttpErrors.unsupportedContentType(error.message);
     case "FST_ERR_CTP_EMPTY_JSON_BODY":
@@ -38,7 +38,7 @@ export function sendError(
   reply: FastifyReply,
   now: () => number,
 ): FastifyReply {
-  const coded = isCodedError(error) ? error : fromFastify(error as FastifyError);
+  const coded = isCodedError(error) ? error : fromFastify(error as FastifyError, request);
   if (!coded || coded.statusCode === 500) {
     request.log.error({ err: error }, "request failed");
     return reply.code(500).send(INTERNAL_ERROR_BODY);

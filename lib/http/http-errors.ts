@@ -18,6 +18,6 @@ export const HttpErrors = {
     "request_too_large",
     413,
     "invalid_request_error",
-    (detail: string) => `The request body is too large: ${detail}`,
+    (limitBytes: number) => `The request body is larger than the limit of ${limitBytes} bytes.`,
   ),
 } as const;

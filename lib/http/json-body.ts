@@ -18,13 +18,16 @@ declare module "fastify" {
  * a bad body is not refused here: the handler raises it when its own order
  * says so (a payment signature is checked before the body is judged).
  */
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
 export function acceptJsonBodiesOnly(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("application/json", { parseAs: "buffer" }, (request, body, done) => {
     const raw = body as Buffer;
     request.rawBody = raw;
     try {
-      done(null, JSON.parse(raw.toString("utf8")));
+      // fatal: bytes that are not UTF-8 are an error, not silently replaced.
+      done(null, JSON.parse(utf8.decode(raw)));
     } catch (error) {
       request.bodyProblem = HttpErrors.invalidJson((error as Error).message);
       done(null, undefined);

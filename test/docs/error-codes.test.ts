@@ -1,6 +1,8 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { HttpErrors } from "../../lib/http/http-errors.js";
+import { GatewayErrors } from "../../gateway/errors.js";
+import { PAY_ERROR_CODES } from "../../gateway/pay/pay-errors.js";
 import { RuntimeErrors } from "../../runtime/errors.js";
 import { FETCH_ERROR_CODES } from "../../runtime/fetch/errors.js";
 
@@ -8,9 +10,13 @@ const doc = readFileSync(new URL("../../docs/errors.md", import.meta.url), "utf8
 const documented = new Set([...doc.matchAll(/^\| `([a-z_]+)` +\|/gm)].map((m) => m[1]));
 
 const codes = [
-  ...Object.values(HttpErrors).map((e) => e.code),
-  ...Object.values(RuntimeErrors).map((e) => e.code),
-  ...FETCH_ERROR_CODES,
+  ...new Set([
+    ...Object.values(HttpErrors).map((e) => e.code),
+    ...Object.values(GatewayErrors).map((e) => e.code),
+    ...PAY_ERROR_CODES,
+    ...Object.values(RuntimeErrors).map((e) => e.code),
+    ...FETCH_ERROR_CODES,
+  ]),
 ];
 
 describe("docs/errors.md", () => {
@@ -33,6 +39,15 @@ describe("docs/errors.md", () => {
         "context_length_exceeded",
         "rate_limit_exceeded",
         "model_not_ready",
+        "invalid_api_key",
+        "project_forbidden",
+        "request_timeout",
+        "upstream_unavailable",
+        "upstream_error",
+        "model_unavailable",
+        "invalid_pay_signature",
+        "pay_signature_expired",
+        "payment_required",
         "model_load_failed",
         ...FETCH_ERROR_CODES,
       ].sort(),

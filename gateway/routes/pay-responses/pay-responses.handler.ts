@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { CodedError } from "../../../lib/coded-error.js";
 import { GatewayErrors } from "../../errors.js";
@@ -21,6 +22,10 @@ export interface PayResponsesDeps extends InferenceDeps {
 /** Header values that go into logs: single, printable, bounded. */
 function loggable(value: string | string[] | undefined): string | null {
   return typeof value === "string" && /^[\x21-\x7e]{1,128}$/.test(value) ? value : null;
+}
+
+function hashOf(value: string): string {
+  return createHash("sha256").update(value).digest("hex").slice(0, 16);
 }
 
 function withBody(error: CodedError, body: unknown): CodedError {
@@ -58,12 +63,21 @@ export function payResponsesHandler(deps: PayResponsesDeps) {
         ? withBody(check.error, INVALID_PAY_SIGNATURE_BODY)
         : check.error;
     }
-    const agentId = loggable(request.headers["pay-agent-id"]);
+    const agentHeader = request.headers["pay-agent-id"];
+    const agentId = loggable(agentHeader);
+    // An agent id unfit for logs still names a caller: it is known by its hash.
+    const unloggedAgent =
+      agentHeader === undefined ? null : `sha256:${hashOf(String(agentHeader))}`;
     const payRequestId = loggable(request.headers["pay-request-id"]);
-    request.log = request.log.child({ payAgentId: agentId, payRequestId, kid: check.kid });
+    // Both loggers: Fastify writes the request's completion line through reply.log.
+    request.log = reply.log = request.log.child({
+      payAgentId: agentId ?? unloggedAgent,
+      payRequestId,
+      kid: check.kid,
+    });
 
     const admitted = admit(deps, request, "pay");
-    const limit = deps.rateLimit.take(`agent:${agentId ?? "anonymous"}`);
+    const limit = deps.rateLimit.take(`agent:${agentId ?? unloggedAgent ?? "anonymous"}`);
     if (!limit.ok) {
       deps.metrics.rateLimited.inc({ route: "pay" });
       throw GatewayErrors.rateLimited(limit.retryAfterSeconds);
