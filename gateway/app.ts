@@ -1,5 +1,6 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import { sendError } from "../lib/http/error-reply.js";
+import { HttpErrors } from "../lib/http/http-errors.js";
 import { acceptJsonBodiesOnly } from "../lib/http/json-body.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { buildOpenApiDocument } from "./openapi.js";
@@ -32,6 +33,9 @@ export interface GatewayDeps {
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 
+/** The interface's version (spec section 9), not the software's. */
+export const API_VERSION = "1.0.0";
+
 /** The gateway's HTTP server, not yet listening. */
 export function buildGateway(deps: GatewayDeps): FastifyInstance {
   const app = Fastify({
@@ -45,15 +49,9 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
   acceptJsonBodiesOnly(app);
   echoRequestId(app);
   app.setErrorHandler((error, request, reply) => sendError(error, request, reply, deps.now));
-  app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({
-      error: {
-        message: `No route for ${request.method} ${request.url}`,
-        type: "invalid_request_error",
-        code: "not_found",
-      },
-    }),
-  );
+  app.setNotFoundHandler((request) => {
+    throw HttpErrors.notFound(request.method, request.url);
+  });
 
   const started = new WeakMap<object, number>();
   app.addHook("onRequest", (request, _reply, done) => {
@@ -83,7 +81,7 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
   app.post(responsesRoute.path, responsesHandler(deps));
   app.post(payResponsesRoute.path, payResponsesHandler(deps));
 
-  const openapi = buildOpenApiDocument(ROUTES, deps.version ?? "0.1.0");
+  const openapi = buildOpenApiDocument(ROUTES, deps.version ?? API_VERSION);
   app.get("/openapi.json", () => openapi);
   app.get("/healthz", () => ({ ok: true }));
   app.get("/readyz", () => ({ ok: true, models: deps.registry.list().length }));

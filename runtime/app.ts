@@ -1,5 +1,6 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import { sendError } from "../lib/http/error-reply.js";
+import { HttpErrors } from "../lib/http/http-errors.js";
 import { acceptJsonBodiesOnly } from "../lib/http/json-body.js";
 import type { RuntimeMetrics } from "./metrics.js";
 import type { ModelService } from "./model-service.js";
@@ -40,15 +41,9 @@ export function buildRuntime(deps: RuntimeDeps): FastifyInstance {
   };
   acceptJsonBodiesOnly(app);
   app.setErrorHandler((error, request, reply) => sendError(error, request, reply, deps.now));
-  app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({
-      error: {
-        message: `No route for ${request.method} ${request.url}`,
-        type: "invalid_request_error",
-        code: "not_found",
-      },
-    }),
-  );
+  app.setNotFoundHandler((request) => {
+    throw HttpErrors.notFound(request.method, request.url);
+  });
   app.addHook("onResponse", async (request, reply) => {
     // Health checks and scrapes are not Responses requests.
     if (request.routeOptions.url !== "/v1/responses") return;

@@ -54,7 +54,13 @@ export function sendError(
     if (Buffer.isBuffer(coded.body)) reply.type("application/json");
     return reply.code(coded.statusCode).send(coded.body);
   }
-  const detail = { message: coded.message, type: coded.type, param: coded.param, code: coded.code };
+  // `param` only where a field is to blame: the spec types it as a string.
+  const detail = {
+    message: coded.message,
+    type: coded.type,
+    ...(coded.param !== null ? { param: coded.param } : {}),
+    code: coded.code,
+  };
   if (!ENVELOPE_STATUSES.has(coded.statusCode)) {
     return reply.code(coded.statusCode).send({ error: detail });
   }

@@ -14,6 +14,12 @@ export const HttpErrors = {
     "invalid_request_error",
     (got: string) => `Content-Type must be application/json; got '${got}'.`,
   ),
+  notFound: defineError(
+    "not_found",
+    404,
+    "invalid_request_error",
+    (method: string, url: string) => `No route for ${method} ${url.split("?")[0]}.`,
+  ),
   bodyTooLarge: defineError(
     "request_too_large",
     413,

@@ -39,6 +39,8 @@ export class TextTokenizer {
   }
 
   decode(ids: readonly number[], options: { skipSpecialTokens?: boolean } = {}): string {
+    // The library refuses an empty list; nothing decodes to nothing.
+    if (ids.length === 0) return "";
     return this.tokenizer.decode([...ids], {
       skip_special_tokens: options.skipSpecialTokens ?? true,
     });

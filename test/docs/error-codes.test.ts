@@ -32,6 +32,7 @@ describe("docs/errors.md", () => {
     expect([...codes].sort()).toEqual(
       [
         "invalid_json",
+        "not_found",
         "unsupported_content_type",
         "request_too_large",
         "invalid_request",

@@ -22,19 +22,19 @@ export interface BareLoop {
   release(): Promise<void>;
 }
 
-export async function openBareLoop(modelFolder: string, threads: number): Promise<BareLoop> {
-  const session = await ort.InferenceSession.create(join(modelFolder, "onnx", "model.onnx"), {
+export async function openBareLoop(
+  modelFolder: string,
+  threads: number,
+  onnxFile = "onnx/model.onnx",
+): Promise<BareLoop> {
+  const session = await ort.InferenceSession.create(join(modelFolder, onnxFile), {
     executionProviders: ["cpu"],
     intraOpNumThreads: threads,
     graphOptimizationLevel: "all",
   });
-  const config = JSON.parse(await readFile(join(modelFolder, "config.json"), "utf8")) as {
-    n_head: number;
-    n_embd: number;
-  };
   const pastNames = session.inputNames.filter((n) => n.startsWith("past_key_values."));
-  const heads = config.n_head;
-  const headDim = config.n_embd / config.n_head;
+  const { heads, headDim } = await cacheShape(session, modelFolder);
+  const hasPositions = session.inputNames.includes("position_ids");
 
   async function generate(promptIds: readonly number[], newTokens: number): Promise<BareRun> {
     const started = performance.now();
@@ -53,7 +53,9 @@ export async function openBareLoop(modelFolder: string, threads: number): Promis
       const outputs = await session.run({
         input_ids: new ort.Tensor("int64", BigInt64Array.from(fed, BigInt), [1, fed.length]),
         attention_mask: new ort.Tensor("int64", new BigInt64Array(length).fill(1n), [1, length]),
-        position_ids: new ort.Tensor("int64", positions, [1, fed.length]),
+        ...(hasPositions
+          ? { position_ids: new ort.Tensor("int64", positions, [1, fed.length]) }
+          : {}),
         ...past,
       });
       const token = argmaxLastRow(outputs.logits!);
@@ -69,6 +71,33 @@ export async function openBareLoop(modelFolder: string, threads: number): Promis
   }
 
   return { generate, release: () => session.release() };
+}
+
+/**
+ * Key/value heads and head size of the past tensors [batch, heads, past, headDim]:
+ * from the graph's metadata when its dims are fixed numbers, else from
+ * config.json (GPT-2 names, or Llama's, whose grouped-query attention keeps
+ * fewer key/value heads than attention heads).
+ */
+async function cacheShape(
+  session: ort.InferenceSession,
+  folder: string,
+): Promise<{ heads: number; headDim: number }> {
+  const meta = session.inputMetadata.find((m) => m.name.startsWith("past_key_values."));
+  const dims = meta?.isTensor ? meta.shape : [];
+  if (typeof dims[1] === "number" && typeof dims[3] === "number") {
+    return { heads: dims[1], headDim: dims[3] };
+  }
+  const config = JSON.parse(await readFile(join(folder, "config.json"), "utf8")) as Record<
+    string,
+    number | undefined
+  >;
+  const attentionHeads = config.num_attention_heads ?? config.n_head ?? 1;
+  const hidden = config.hidden_size ?? config.n_embd ?? 0;
+  return {
+    heads: config.num_key_value_heads ?? attentionHeads,
+    headDim: config.head_dim ?? hidden / attentionHeads,
+  };
 }
 
 function argmaxLastRow(logits: ort.Tensor): number {

@@ -3,7 +3,8 @@ import { BaseStreamer, env, pipeline, type TextStreamer } from "@huggingface/tra
 
 /**
  * (c) The peer a user would otherwise pick: @huggingface/transformers'
- * text-generation pipeline on the same folder, fp32, greedy, with the same
+ * text-generation pipeline on the same folder and file (`fp32` reads
+ * onnx/model.onnx, `q8` onnx/model_quantized.onnx), greedy, with the same
  * intra-op threads. It is handed the same chat messages our runtime gets, so
  * it pays for its chat template and tokenizer as our runtime does.
  */
@@ -46,11 +47,16 @@ class CountingStreamer extends BaseStreamer {
   override end(): void {}
 }
 
-export async function openPeer(modelFolder: string, threads: number): Promise<Peer> {
+export async function openPeer(
+  modelFolder: string,
+  threads: number,
+  dtype: "fp32" | "q8" = "fp32",
+): Promise<Peer> {
+  // Offline: the folder is the only place the pipeline may read from.
   env.allowRemoteModels = false;
   env.localModelPath = dirname(modelFolder);
   const generator = await pipeline("text-generation", basename(modelFolder), {
-    dtype: "fp32",
+    dtype,
     session_options: { intraOpNumThreads: threads, graphOptimizationLevel: "all" },
   });
 

@@ -53,16 +53,16 @@ describe("7 · 400 · failed Responses envelope", () => {
   it.each<
     [string, Route, unknown, Record<string, string> | undefined, string, string | null | undefined]
   >([
-    ["malformed JSON", "api-key", '{"model": "tiny-gpt", ', undefined, "invalid_json", undefined],
-    ["malformed JSON", "pay", '{"model": "tiny-gpt", ', undefined, "invalid_json", undefined],
-    ["an empty body", "api-key", "", undefined, "invalid_json", undefined],
+    ["malformed JSON", "api-key", '{"model": "tiny-gpt", ', undefined, "invalid_json", null],
+    ["malformed JSON", "pay", '{"model": "tiny-gpt", ', undefined, "invalid_json", null],
+    ["an empty body", "api-key", "", undefined, "invalid_json", null],
     [
       "wrong Content-Type (text/plain)",
       "api-key",
       JSON.stringify(GEN),
       { "content-type": "text/plain" },
       "unsupported_content_type",
-      undefined,
+      null,
     ],
     [
       "wrong Content-Type (form)",
@@ -70,9 +70,9 @@ describe("7 · 400 · failed Responses envelope", () => {
       JSON.stringify(GEN),
       { "content-type": "application/x-www-form-urlencoded" },
       "unsupported_content_type",
-      undefined,
+      null,
     ],
-    ["a body that is not an object", "api-key", "[1, 2]", undefined, "invalid_request", undefined],
+    ["a body that is not an object", "api-key", "[1, 2]", undefined, "invalid_request", null],
     ["missing model", "api-key", { input: "Hello" }, undefined, "invalid_request", "model"],
     ["missing model", "pay", { input: "Hello" }, undefined, "invalid_request", "model"],
     ["missing input", "api-key", { model: "tiny-gpt" }, undefined, "invalid_request", "input"],

@@ -47,7 +47,18 @@ const FIELDS: Array<[string, (body: Json) => void]> = [
       expect(b.created_at as number).toBeLessThanOrEqual(nowSeconds() + 1);
     },
   ],
-  ["status · completed or failed", (b) => expect(["completed", "failed"]).toContain(b.status)],
+  [
+    // Issue 1b (docs/adr/0002-status-incomplete.md): a response cut by
+    // max_output_tokens is `incomplete`, with its reason, as the Responses API has it.
+    "status · completed, or incomplete with its reason",
+    (b) => {
+      expect(["completed", "incomplete"]).toContain(b.status);
+      if (b.status === "incomplete") {
+        expect(b.incomplete_details).toEqual({ reason: "max_output_tokens" });
+        expect(b.completed_at).toBeNull();
+      } else expect(b.incomplete_details).toBeNull();
+    },
+  ],
   [
     "completed_at · integer or null, not before created_at",
     (b) => {
