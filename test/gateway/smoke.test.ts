@@ -33,6 +33,8 @@ describe("gateway smoke", () => {
       input: "The team scored a goal",
       categories: ["sports", "cooking"],
     });
-    expect(await nli.json()).toEqual({ sports: expect.any(Number), cooking: expect.any(Number) });
+    const scores = (await nli.json()) as Record<string, number>;
+    expect(Object.keys(scores)).toEqual(["sports", "cooking"]);
+    expect(scores.sports).toBeGreaterThan(scores.cooking!);
   });
 });
