@@ -1,0 +1,169 @@
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { isCodedError } from "../../../lib/coded-error.js";
+import type { RoutableModel } from "../../../gateway/registry/registry.js";
+import { Upstream } from "../../../gateway/upstream/forward.js";
+
+/** Real loopback servers standing in for runtimes, each with its own behaviour. */
+const servers: Server[] = [];
+
+async function runtime(
+  handler: (req: IncomingMessage, body: string) => [number, string] | null,
+): Promise<{ url: string; hits: () => number }> {
+  let hits = 0;
+  const server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (chunk: Buffer) => (body += chunk.toString()));
+    req.on("end", () => {
+      hits++;
+      const answer = handler(req, body);
+      if (!answer) {
+        req.socket.destroy();
+        return;
+      }
+      setTimeout(() => {
+        res.writeHead(answer[0], {
+          "content-type": "application/json",
+          "x-modelgate-input-tokens": "3",
+          "x-modelgate-output-tokens": "1",
+        });
+        res.end(answer[1]);
+      }, 20);
+    });
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, hits: () => hits };
+}
+
+async function refusedUrl(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return `http://127.0.0.1:${port}`;
+}
+
+function model(endpoints: string[], timeoutMs = 5_000): RoutableModel {
+  return {
+    id: "m",
+    key: "default/m",
+    task: "text-generation",
+    routes: new Set(["api-key"]),
+    timeoutMs,
+    maxTokens: undefined,
+    serviceSlug: "m",
+    endpoints,
+  };
+}
+
+const body = Buffer.from('{"model":"m","input":"x"}');
+const headers = { "content-type": "application/json" };
+let upstream: Upstream;
+
+afterEach(async () => {
+  await upstream?.close();
+  for (const server of servers.splice(0)) {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+});
+
+describe("Upstream.forward", () => {
+  it("sends to the endpoint with the fewest requests in flight", async () => {
+    upstream = new Upstream();
+    const a = await runtime(() => [200, "{}"]);
+    const b = await runtime(() => [200, "{}"]);
+    await Promise.all(
+      Array.from({ length: 10 }, () =>
+        upstream.forward({ model: model([a.url, b.url]), body, headers }),
+      ),
+    );
+    expect(a.hits()).toBe(5);
+    expect(b.hits()).toBe(5);
+  });
+
+  it("retries another endpoint when the connection is refused: the request never reached a runtime", async () => {
+    upstream = new Upstream();
+    const good = await runtime((_req, received) => [200, received]);
+    const answer = await upstream.forward({
+      model: model([await refusedUrl(), good.url]),
+      body,
+      headers,
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.body.toString()).toBe(body.toString());
+    expect(answer.endpoint).toBe(good.url);
+  });
+
+  it("never retries a runtime that had the request and failed: inference may have run", async () => {
+    upstream = new Upstream();
+    const dropping = await runtime(() => null);
+    const good = await runtime(() => [200, "{}"]);
+    const failed = await upstream
+      .forward({ model: model([dropping.url, good.url]), body, headers })
+      .catch((e: unknown) => e);
+    // Whichever endpoint was picked first: if it was the dropping one, no second try happened.
+    if (isCodedError(failed)) {
+      expect(failed).toMatchObject({ code: "upstream_error", statusCode: 502 });
+      expect(good.hits()).toBe(0);
+    } else {
+      expect(dropping.hits()).toBe(0);
+    }
+    expect(dropping.hits() + good.hits()).toBe(1);
+  });
+
+  it("passes a runtime's error answer through instead of retrying it", async () => {
+    upstream = new Upstream();
+    const busy = await runtime(() => [429, '{"error":{"code":"rate_limit_exceeded"}}']);
+    const answer = await upstream.forward({ model: model([busy.url]), body, headers });
+    expect(answer.status).toBe(429);
+    expect(busy.hits()).toBe(1);
+  });
+
+  it.each([
+    [
+      "every endpoint refuses",
+      async () => [await refusedUrl(), await refusedUrl()],
+      "upstream_unavailable",
+      502,
+    ],
+    ["there is no ready endpoint", () => Promise.resolve([]), "model_unavailable", 503],
+  ])("answers a coded error when %s", async (_name, endpoints, code, status) => {
+    upstream = new Upstream();
+    await expect(
+      upstream.forward({ model: model(await endpoints()), body, headers }),
+    ).rejects.toMatchObject({ code, statusCode: status });
+  });
+
+  it("times out with 408 at the model's timeout", async () => {
+    upstream = new Upstream();
+    const hung = createServer(() => {});
+    servers.push(hung);
+    await new Promise<void>((resolve) => hung.listen(0, "127.0.0.1", resolve));
+    const started = Date.now();
+    await expect(
+      upstream.forward({
+        model: model([`http://127.0.0.1:${(hung.address() as AddressInfo).port}`], 300),
+        body,
+        headers,
+      }),
+    ).rejects.toMatchObject({ code: "request_timeout", statusCode: 408 });
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
+
+  it("reuses pooled keep-alive connections", async () => {
+    upstream = new Upstream();
+    const sockets = new Set<unknown>();
+    const server = await runtime((req) => {
+      sockets.add(req.socket);
+      return [200, "{}"];
+    });
+    for (let i = 0; i < 20; i++) {
+      await upstream.forward({ model: model([server.url]), body, headers });
+    }
+    // Twenty requests one after another share a connection or two, never one each.
+    expect(sockets.size).toBeLessThanOrEqual(2);
+  });
+});
