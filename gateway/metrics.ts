@@ -8,6 +8,8 @@ export interface GatewayMetrics {
   upstreamDuration: Histogram<"model">;
   allowanceFailOpen: Counter<"reason">;
   rateLimited: Counter<"route">;
+  /** Payment route: the agent is the caller identity (spec 2.1, pay-agent-id). */
+  payTokens: Counter<"agent" | "model" | "direction">;
 }
 
 export function createGatewayMetrics(): GatewayMetrics {
@@ -40,6 +42,12 @@ export function createGatewayMetrics(): GatewayMetrics {
       name: "modelgate_gateway_pay_allowance_fail_open_total",
       help: "Payment-route requests let through because the provider could not answer",
       labelNames: ["reason"],
+      registers,
+    }),
+    payTokens: new Counter({
+      name: "modelgate_gateway_pay_tokens_total",
+      help: "Tokens settled on the payment route, by buying agent, model and direction",
+      labelNames: ["agent", "model", "direction"],
       registers,
     }),
     rateLimited: new Counter({

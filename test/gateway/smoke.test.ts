@@ -18,15 +18,18 @@ describe("gateway smoke", () => {
     expect(api.status).toBe(200);
     expect(api.headers.get("x-inference-type")).toBe("cloud");
     expect(api.headers.get("x-request-id")).toMatch(/^req_/);
-    const pay = await p.pay({
-      model: "tiny-gpt",
-      input: "Hello",
-      max_output_tokens: 4,
-      temperature: 0,
-    });
+    const pay = await p.pay(
+      { model: "tiny-gpt", input: "Hello", max_output_tokens: 4, temperature: 0 },
+      { headers: { "pay-agent-id": "agent-7" } },
+    );
     expect(pay.status).toBe(200);
     expect(pay.headers.get("pay-usage")).toMatch(
       /^slug="tiny-gpt", input_tokens=\d+, output_tokens=4$/,
+    );
+    // The buying agent is the caller identity in metrics.
+    const metrics = await (await fetch(`${p.url}/metrics`)).text();
+    expect(metrics).toMatch(
+      /modelgate_gateway_pay_tokens_total\{agent="agent-7",model="tiny-gpt",direction="output"\} 4/,
     );
     const nli = await p.api({
       model: "tiny-nli",

@@ -114,6 +114,9 @@ export function payResponsesHandler(deps: PayResponsesDeps) {
       inputTokens: forwarded.usage.inputTokens,
       outputTokens: forwarded.usage.outputTokens,
     };
+    const agent = agentId ?? unloggedAgent ?? "anonymous";
+    deps.metrics.payTokens.inc({ agent, model: model.id, direction: "input" }, usage.inputTokens);
+    deps.metrics.payTokens.inc({ agent, model: model.id, direction: "output" }, usage.outputTokens);
     await deps.pay.settle({
       request_id: request.id,
       agent_id: agentId,
