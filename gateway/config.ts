@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
+import { parseSettings } from "../lib/settings.js";
 
 /**
  * `modelgate gateway` settings: flags first, then MODELGATE_* variables,
@@ -29,28 +30,11 @@ export const gatewayConfigSchema = z.object({
 
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
 
-export function envName(key: string): string {
-  return `MODELGATE_${key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
-}
-
-function kebab(key: string): string {
-  return key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
-}
-
 export function parseGatewayConfig(
   flags: Record<string, unknown>,
   env: NodeJS.ProcessEnv,
 ): GatewayConfig {
-  const merged: Record<string, unknown> = {};
-  for (const key of Object.keys(gatewayConfigSchema.shape))
-    merged[key] = flags[key] ?? env[envName(key)];
-  const parsed = gatewayConfigSchema.safeParse(merged);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const key = String(issue.path[0] ?? "");
-    throw new Error(`invalid setting ${key} (--${kebab(key)} / ${envName(key)}): ${issue.message}`);
-  }
-  return parsed.data;
+  return parseSettings(gatewayConfigSchema, flags, env);
 }
 
 /**

@@ -1,5 +1,6 @@
 import { basename } from "node:path";
 import { z } from "zod";
+import { parseSettings } from "../lib/settings.js";
 import { DEFAULT_THROUGHPUT } from "./model-service.js";
 
 /**
@@ -35,29 +36,11 @@ export const serveConfigSchema = z.object({
 
 export type ServeConfig = z.infer<typeof serveConfigSchema> & { modelId: string };
 
-/** Environment variable of each setting: MODELGATE_ + its name in SNAKE_CASE. */
-export function envName(key: string): string {
-  return `MODELGATE_${key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
-}
-
 export function parseServeConfig(
   flags: Record<string, unknown>,
   env: NodeJS.ProcessEnv,
 ): ServeConfig {
-  const merged: Record<string, unknown> = {};
-  for (const key of Object.keys(serveConfigSchema.shape)) {
-    merged[key] = flags[key] ?? env[envName(key)];
-  }
-  const parsed = serveConfigSchema.safeParse(merged);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const key = String(issue.path[0] ?? "");
-    throw new Error(`invalid setting ${key} (--${kebab(key)} / ${envName(key)}): ${issue.message}`);
-  }
-  const modelId = parsed.data.modelId ?? basename(parsed.data.modelPath.replace(/\/+$/, ""));
-  return { ...parsed.data, modelId };
-}
-
-function kebab(key: string): string {
-  return key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+  const settings = parseSettings(serveConfigSchema, flags, env);
+  const modelId = settings.modelId ?? basename(settings.modelPath.replace(/\/+$/, ""));
+  return { ...settings, modelId };
 }
