@@ -6,13 +6,6 @@ import { defineError } from "../lib/coded-error.js";
  * Authentication failures never say which part of a credential was wrong.
  */
 export const GatewayErrors = {
-  invalidRequest: defineError(
-    "invalid_request",
-    400,
-    "invalid_request_error",
-    (message: string, _param: string | null) => message,
-    (_message, param) => ({ param }),
-  ),
   modelNotFound: defineError(
     "model_not_found",
     400,

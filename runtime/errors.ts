@@ -5,13 +5,6 @@ import { defineError, type CodedError } from "../lib/coded-error.js";
  * docs/errors.md; a retired code is never reused.
  */
 export const RuntimeErrors = {
-  invalidRequest: defineError(
-    "invalid_request",
-    400,
-    "invalid_request_error",
-    (message: string, _param: string | null) => message,
-    (_message, param) => ({ param }),
-  ),
   modelNotFound: defineError(
     "model_not_found",
     400,

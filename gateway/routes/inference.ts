@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import type { ResponsesRequest } from "../../api/responses-request.js";
 import { checkForTask, validateRequest } from "../../api/validation.js";
 import type { RouteName } from "../../crds/inference-model.js";
+import { HttpErrors } from "../../lib/http/http-errors.js";
 import { jsonBody } from "../../lib/http/json-body.js";
 import { GatewayErrors } from "../errors.js";
 import type { GatewayMetrics } from "../metrics.js";
@@ -30,14 +31,14 @@ export interface Admitted {
 export function admit(deps: InferenceDeps, request: FastifyRequest, route: RouteName): Admitted {
   const validation = validateRequest(jsonBody(request));
   if (!validation.ok) {
-    throw GatewayErrors.invalidRequest(validation.problem.message, validation.problem.param);
+    throw HttpErrors.invalidRequest(validation.problem.message, validation.problem.param);
   }
   const body = validation.request;
   const model = deps.registry.resolve(body.model);
   // A model not served on this route is, to this route's callers, not there.
   if (!model || !model.routes.has(route)) throw GatewayErrors.modelNotFound(body.model);
   const problem = checkForTask(body, model.task);
-  if (problem) throw GatewayErrors.invalidRequest(problem.message, problem.param);
+  if (problem) throw HttpErrors.invalidRequest(problem.message, problem.param);
   return { body, model };
 }
 

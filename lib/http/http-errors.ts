@@ -14,6 +14,14 @@ export const HttpErrors = {
     "invalid_request_error",
     (got: string) => `Content-Type must be application/json; got '${got}'.`,
   ),
+  /** A body that fails the ResponsesRequest schema; `param` names the field. */
+  invalidRequest: defineError(
+    "invalid_request",
+    400,
+    "invalid_request_error",
+    (message: string, _param: string | null) => message,
+    (_message, param) => ({ param }),
+  ),
   notFound: defineError(
     "not_found",
     404,

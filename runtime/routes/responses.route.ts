@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { checkForTask, validateRequest } from "../../api/validation.js";
+import { HttpErrors } from "../../lib/http/http-errors.js";
 import { jsonBody } from "../../lib/http/json-body.js";
 import { RuntimeErrors } from "../errors.js";
 import type { RuntimeContext } from "../app.js";
@@ -11,7 +12,7 @@ export function responsesRoute(app: FastifyInstance, context: RuntimeContext): v
     const arrivedAt = context.now();
     const validation = validateRequest(jsonBody(request));
     if (!validation.ok) {
-      throw RuntimeErrors.invalidRequest(validation.problem.message, validation.problem.param);
+      throw HttpErrors.invalidRequest(validation.problem.message, validation.problem.param);
     }
     const body = validation.request;
     if (body.model !== context.modelId)
@@ -19,7 +20,7 @@ export function responsesRoute(app: FastifyInstance, context: RuntimeContext): v
     const service = context.service();
     if (!service) throw RuntimeErrors.notReady();
     const problem = checkForTask(body, service.task);
-    if (problem) throw RuntimeErrors.invalidRequest(problem.message, problem.param);
+    if (problem) throw HttpErrors.invalidRequest(problem.message, problem.param);
 
     // A caller that hangs up stops its generation at the next token.
     const abort = new AbortController();
