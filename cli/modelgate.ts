@@ -34,6 +34,14 @@ runtime
   .option("--generation-concurrency <n>", "generations decoded at once")
   .option("--max-queue <n>", "waiting requests before 429")
   .option("--hypothesis-template <text>", "zero-shot hypothesis, with {} for the label")
+  .option(
+    "--similarity-midpoint <cosine>",
+    "similarity zero-shot: the cosine that scores 0.5 (default 0.2)",
+  )
+  .option(
+    "--similarity-steepness <k>",
+    "similarity zero-shot: slope of the logistic calibration (default 10)",
+  )
   .option("--log-level <level>")
   .action(async (flags: Record<string, unknown>) => {
     const { serveRuntime } = await import("../runtime/main.js");

@@ -70,6 +70,9 @@ export const runtimeTuningSchema = z.object({
   maxQueue: z.number().int().min(1).max(100000).optional(),
   zeroShotMethod: z.enum(["nli", "similarity"]).optional(),
   hypothesisTemplate: z.string().includes("{}").optional(),
+  /** Similarity zero-shot: score = 1 / (1 + exp(-steepness * (cosine - midpoint))). */
+  similarityMidpoint: z.number().min(-1).max(1).optional(),
+  similaritySteepness: z.number().positive().max(1000).optional(),
 });
 
 export const pricingSchema = z.object({

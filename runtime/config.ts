@@ -31,6 +31,8 @@ export const serveConfigSchema = z.object({
     .string()
     .refine((t) => t.includes("{}"), "the hypothesis template needs a {} for the label")
     .optional(),
+  similarityMidpoint: z.coerce.number().min(-1).max(1).optional(),
+  similaritySteepness: z.coerce.number().positive().max(1000).optional(),
   logLevel: z.string().default("info"),
 });
 

@@ -48,6 +48,12 @@ export async function serveRuntime(flags: Record<string, unknown>): Promise<void
       overflow: config.overflow,
       threads,
       hypothesisTemplate: config.hypothesisTemplate,
+      calibration: {
+        ...(config.similarityMidpoint !== undefined ? { midpoint: config.similarityMidpoint } : {}),
+        ...(config.similaritySteepness !== undefined
+          ? { steepness: config.similaritySteepness }
+          : {}),
+      },
     });
     for (const note of model.notes) logger.warn(note);
     const loaded = new ModelService(model, config, metrics, Math.random);

@@ -76,6 +76,8 @@ function runtimeArgs(model: InferenceModel, path: string, port: number): string[
     ["--max-queue", tuning.maxQueue],
     ["--zero-shot-method", tuning.zeroShotMethod],
     ["--hypothesis-template", tuning.hypothesisTemplate],
+    ["--similarity-midpoint", tuning.similarityMidpoint],
+    ["--similarity-steepness", tuning.similaritySteepness],
   ];
   for (const [flag, value] of optional) if (value !== undefined) args.push(flag, String(value));
   return args;
