@@ -1,0 +1,92 @@
+import type { Child } from "./child-process.js";
+import type { LoadRequest } from "./closed-loop.js";
+import { measuredRun, mergeParts, type Side } from "./measure.js";
+import type { GatewayBenchPlan } from "./plan.js";
+import { fmt } from "../runtime/stats.js";
+
+/**
+ * Direct against through-the-gateway, for one runtime and one CPU layout, at
+ * each client count. The same request bytes go both ways (the runtime
+ * ignores the API key). Each point runs A-B-B-A in halves (direct, gateway,
+ * gateway, direct), so a drift of the machine that is linear over the point
+ * lands on both sides equally.
+ */
+export type Variant = "shared" | "pinned";
+
+export interface Suite {
+  /** "stand-in" or "tiny-nli". */
+  name: string;
+  runtime: Child;
+  gateway: Child;
+  /** Processes whose CPU is reported besides runtime and gateway (the usage sink). */
+  others: readonly Child[];
+  requests: readonly LoadRequest[];
+}
+
+export interface ComparePoint {
+  suite: string;
+  variant: Variant;
+  clients: number;
+  direct: Side;
+  gateway: Side;
+}
+
+export async function compareSuite(
+  plan: GatewayBenchPlan,
+  suite: Suite,
+  variant: Variant,
+  log: (line: string) => void,
+): Promise<ComparePoint[]> {
+  const watched = [suite.runtime, suite.gateway, ...suite.others];
+  const background = [suite.gateway, ...suite.others];
+  // `settle`: wait for the gateway's background work before the reading. Only
+  // the second gateway half needs it: the first half's leftover lands in the
+  // second, on the same side, and the direct half that follows starts quiet.
+  const half = (origin: string, clients: number, durationMs: number, settle = false) =>
+    measuredRun(
+      origin,
+      suite.requests,
+      { clients, durationMs, maxRequests: plan.halfMaxRequests },
+      watched,
+      { children: settle ? background : [], maxMs: plan.settleMaxMs },
+    );
+  // Warm-up at the middle client count: JIT on every side, pooled connections,
+  // the journal's first writes.
+  await half(suite.runtime.url, 16, plan.warmupMs);
+  await half(suite.gateway.url, 16, plan.warmupMs, true);
+  const points: ComparePoint[] = [];
+  for (const clients of plan.clients) {
+    const halfMs = plan.pointMs / 2;
+    const d1 = await half(suite.runtime.url, clients, halfMs);
+    const g1 = await half(suite.gateway.url, clients, halfMs);
+    const g2 = await half(suite.gateway.url, clients, halfMs, true);
+    const d2 = await half(suite.runtime.url, clients, halfMs);
+    const point: ComparePoint = {
+      suite: suite.name,
+      variant,
+      clients,
+      direct: mergeParts([d1, d2]),
+      gateway: mergeParts([g1, g2]),
+    };
+    points.push(point);
+    for (const side of ["direct", "gateway"] as const) {
+      log(
+        `${suite.name} ${variant} clients=${clients} ${side.padEnd(7)}: ${describeSide(point[side], side === "gateway")}`,
+      );
+    }
+  }
+  return points;
+}
+
+export function describeSide(side: Side, viaGateway: boolean): string {
+  const cpu = Object.entries(side.cpuShare)
+    .map(([name, share]) => `${name} ${fmt(share * 100)}%`)
+    .join(" ");
+  const gatewayMs = viaGateway ? side.cpuMsPerRequest.gateway : undefined;
+  return (
+    `${fmt(side.requestsPerSecond)} req/s, p50 ${side.p50Ms.toFixed(3)} ms, p99 ${side.p99Ms.toFixed(3)} ms ` +
+    `(${side.completed} ok, ${side.failed} failed; cpu ${cpu}` +
+    (gatewayMs !== undefined ? `; gateway ${gatewayMs.toFixed(3)} ms cpu/request)` : ")") +
+    (side.firstFailure ? ` first failure: ${side.firstFailure}` : "")
+  );
+}

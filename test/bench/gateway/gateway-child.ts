@@ -1,0 +1,41 @@
+// The gateway under test, in its own process, wired exactly as
+// gateway/main.ts (`modelgate gateway`) wires it: the same config parser on
+// the same flags, the same logger (JSON request logs at the given level, to
+// stdout, which run.ts points at /dev/null), real components, the file model
+// source. The only differences: it listens on a free port and reports
+// `{ url }` over IPC, because main.ts has no way to say which port it got.
+import { buildGateway } from "../../../gateway/app.js";
+import { createGatewayComponents } from "../../../gateway/components.js";
+import { parseGatewayConfig } from "../../../gateway/config.js";
+import { FileSource } from "../../../gateway/registry/file-source.js";
+import { createLogger } from "../../../lib/logger.js";
+
+const flags = JSON.parse(process.argv[2] ?? "{}") as Record<string, string>;
+const config = parseGatewayConfig(flags, {});
+const logger = createLogger({ level: config.logLevel, name: "gateway" });
+const components = await createGatewayComponents(config, logger);
+const source = new FileSource({
+  dir: config.modelsDir!,
+  registry: components.deps.registry,
+  logger,
+});
+const loaded = await source.start();
+if (loaded.models.length !== 1) {
+  throw new Error(`expected one model in ${config.modelsDir}, loaded ${loaded.models.length}`);
+}
+const app = buildGateway(components.deps);
+const url = await app.listen({ host: config.host, port: config.port });
+
+let stopping = false;
+async function stop(): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  source.stop();
+  await app.close();
+  await components.close();
+  // `--cpu-prof` still writes its file on process.exit.
+  process.exit(0);
+}
+process.once("SIGTERM", () => void stop());
+process.once("disconnect", () => void stop());
+process.send!({ url });

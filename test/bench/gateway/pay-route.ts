@@ -1,0 +1,65 @@
+import { formatPaySignature, signPayload } from "../../../gateway/pay/signature.js";
+import type { Child } from "./child-process.js";
+import type { LoadRequest } from "./closed-loop.js";
+import { describeSide } from "./compare.js";
+import type { GatewaySetup } from "./gateway-files.js";
+import { measuredRun, mergeParts, type Side } from "./measure.js";
+import type { GatewayBenchPlan } from "./plan.js";
+
+/**
+ * The payment route, informative: each request costs the gateway an
+ * allowance check (an HTTP call to the provider stand-in, awaited), the
+ * forward, and a settlement journaled with fsync before the answer leaves.
+ * Bodies are signed once up front with a fresh timestamp, well inside the
+ * gateway's tolerance for a run of a few minutes, so the client does no
+ * HMAC work while it measures.
+ */
+export interface PayPoint {
+  clients: number;
+  side: Side;
+}
+
+export function payRequests(bodies: readonly string[], setup: GatewaySetup): LoadRequest[] {
+  const t = Math.floor(Date.now() / 1000);
+  return bodies.map((body, i) => ({
+    path: "/pay/v1/responses",
+    headers: {
+      "content-type": "application/json",
+      "pay-signature": formatPaySignature({
+        t,
+        kid: setup.kid,
+        v1: [signPayload(body, setup.secret)],
+      }),
+      "pay-agent-id": `bench-agent-${i}`,
+    },
+    body,
+  }));
+}
+
+export async function measurePay(
+  plan: GatewayBenchPlan,
+  gateway: Child,
+  watched: readonly Child[],
+  requests: readonly LoadRequest[],
+  log: (line: string) => void,
+): Promise<PayPoint[]> {
+  const run = (clients: number, durationMs: number) =>
+    measuredRun(
+      gateway.url,
+      requests,
+      { clients, durationMs, maxRequests: plan.halfMaxRequests },
+      watched,
+      // The gateway's outbox delivers settlements to the provider after the answer.
+      { children: watched.filter((c) => c.name !== "runtime"), maxMs: plan.settleMaxMs },
+    );
+  await run(16, plan.warmupMs);
+  const points: PayPoint[] = [];
+  for (const clients of plan.payClients) {
+    const side = mergeParts([await run(clients, plan.payPointMs)]);
+    points.push({ clients, side });
+    log(
+      `pay route (stand-in runtime and provider) clients=${clients}: ${describeSide(side, true)}`,
+    );
+  }
+  return points;
+}

@@ -1,0 +1,54 @@
+/**
+ * Every count and duration of one run, decided up front so that its length
+ * is known before it starts: about 2 minutes in full, about 30 s with
+ * `--quick`. Flags: --quick, --profile (CPU profile of the stand-in suite's
+ * gateway child, summarised at the end), --log-level L (the gateway's; its
+ * default "info" writes two JSON lines per request, as in production).
+ */
+export interface GatewayBenchPlan {
+  quick: boolean;
+  profile: boolean;
+  logLevel: string;
+  /** Hard stop for the whole run; a watchdog ends the process past it. */
+  deadlineMs: number;
+  clients: number[];
+  /** Time per side and client count, split into two halves run A-B-B-A. */
+  pointMs: number;
+  /** Per half; with pointMs, whichever ends first. */
+  halfMaxRequests: number;
+  /** Per side, before a suite's first point: JIT, connections, the journals' first writes. */
+  warmupMs: number;
+  /** Longest wait, after a gateway run, for its background work to end (measure.ts). */
+  settleMaxMs: number;
+  payClients: number[];
+  payPointMs: number;
+  /** The real runtime answers one request at a time, at once: no batch window to wait out. */
+  runtimeThroughput: { maxBatchSize: number; batchWindowMs: number };
+}
+
+function flagValue(args: readonly string[], name: string): string | undefined {
+  const index = args.indexOf(name);
+  return index >= 0 ? args[index + 1] : undefined;
+}
+
+export function planFrom(args: readonly string[]): GatewayBenchPlan {
+  const quick = args.includes("--quick");
+  const logLevel = flagValue(args, "--log-level") ?? "info";
+  if (!/^(fatal|error|warn|info|debug|trace|silent)$/.test(logLevel)) {
+    throw new Error("--log-level takes fatal, error, warn, info, debug, trace or silent");
+  }
+  return {
+    quick,
+    profile: args.includes("--profile"),
+    logLevel,
+    deadlineMs: quick ? 40_000 : 180_000,
+    clients: [1, 16, 64],
+    pointMs: quick ? 600 : 4_000,
+    halfMaxRequests: 200_000,
+    warmupMs: quick ? 200 : 1_500,
+    settleMaxMs: quick ? 1_000 : 2_000,
+    payClients: [1, 16],
+    payPointMs: quick ? 600 : 3_000,
+    runtimeThroughput: { maxBatchSize: 1, batchWindowMs: 0 },
+  };
+}

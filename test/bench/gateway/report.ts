@@ -1,0 +1,110 @@
+import type { ComparePoint } from "./compare.js";
+import type { Side } from "./measure.js";
+import type { PayPoint } from "./pay-route.js";
+import { fmt, fmtRatio, ratio } from "../runtime/stats.js";
+
+/** The targets of the issue, in one place; they apply to the stand-in runtime. */
+export const TARGETS = {
+  /** Milliseconds the gateway may add to the median latency. */
+  addedP50Ms: 1,
+  /** Share of the direct throughput the gateway must keep. */
+  throughputRatio: 0.8,
+} as const;
+
+export const TARGET_SUITE = "stand-in";
+
+function verdict(pass: boolean): string {
+  return pass ? "PASS" : "MISS";
+}
+
+function figures(side: Side): string {
+  return `${fmt(side.requestsPerSecond).padStart(5)} req/s p50 ${side.p50Ms.toFixed(3)} p99 ${side.p99Ms.toFixed(3)} ms`;
+}
+
+function cpu(side: Side): string {
+  return Object.entries(side.cpuShare)
+    .map(([name, share]) => `${name} ${fmt(share * 100)}%`)
+    .join(" ");
+}
+
+/** The gateway's CPU per request, background work (usage and settlement delivery) included. */
+function perRequest(side: Side): string {
+  const ms = side.cpuMsPerRequest.gateway;
+  return ms === undefined ? "" : `; gateway ${ms.toFixed(3)} ms cpu/request`;
+}
+
+const SUITE_TITLES: Record<string, string> = {
+  "stand-in":
+    "stand-in runtime (fixed answer, no model: the gateway's own cost; the targets apply here)",
+  "tiny-nli":
+    "real runtime, tiny-nli, 1 label, short input, batching off, 1 ORT thread (informative)",
+};
+
+/** The final table: figures and ratios of this one run, and PASS/MISS per target. */
+export function renderReport(
+  points: readonly ComparePoint[],
+  pay: readonly PayPoint[],
+  context: {
+    load: { before: number; after: number };
+    pinned: boolean;
+    logLevel: string;
+    usageRecords: number | null;
+  },
+): string[] {
+  const lines = [
+    `machine load average (1 min) ${context.load.before.toFixed(2)} before, ${context.load.after.toFixed(2)} after` +
+      " (2 cores: above ~0.5 before the run, other work shared the CPU and figures are noisier)",
+    "note: on 2 cores the gateway competes with the runtime and the load generator for CPU, which bounds the",
+    "      throughput ratio in the shared rows; the pinned rows put the gateway (and the usage sink) alone on core 0",
+    "      and the runtime with the client on core 1, so the runtime has the same CPU budget with and without it.",
+    `      CPU is a share of one core (100% = one core busy). Gateway log level: ${context.logLevel}` +
+      (context.logLevel === "info" ? " (two JSON lines per request, to /dev/null)." : "."),
+    "      At 16 and 64 clients a closed loop's p50 is about clients / throughput, so +p50 there mostly restates",
+    "      the throughput ratio; at 1 client it is the gateway's own latency.",
+  ];
+  if (!context.pinned) lines.push("      (taskset missing or fewer than 2 cores: no pinned rows)");
+  for (const suite of [...new Set(points.map((p) => p.suite))]) {
+    lines.push("", SUITE_TITLES[suite] ?? suite);
+    const isTarget = suite === TARGET_SUITE;
+    for (const p of points.filter((q) => q.suite === suite)) {
+      const added = p.gateway.p50Ms - p.direct.p50Ms;
+      const kept = ratio(p.gateway.requestsPerSecond, p.direct.requestsPerSecond);
+      const addedCell = `+p50 ${added.toFixed(3)} ms${isTarget ? ` (<${TARGETS.addedP50Ms}) ${verdict(added < TARGETS.addedP50Ms)}` : ""}`;
+      const keptCell = `throughput ${fmtRatio(kept)}${isTarget ? ` (≥${TARGETS.throughputRatio}) ${verdict(kept >= TARGETS.throughputRatio)}` : ""}`;
+      lines.push(
+        `  ${p.variant.padEnd(6)} clients=${String(p.clients).padEnd(2)}  direct ${figures(p.direct)} | gateway ${figures(p.gateway)} | ${addedCell}  ${keptCell}`,
+      );
+      lines.push(
+        `                     cpu direct: ${cpu(p.direct)} | gateway: ${cpu(p.gateway)}${perRequest(p.gateway)}`,
+      );
+      const failed = p.direct.failed + p.gateway.failed;
+      if (failed > 0) {
+        lines.push(
+          `                     ${failed} FAILED requests: ${p.gateway.firstFailure ?? p.direct.firstFailure}`,
+        );
+      }
+    }
+  }
+  if (pay.length > 0) {
+    lines.push("", "payment route, stand-in runtime and stand-in provider (informative)");
+    for (const p of pay) {
+      const direct = points.find(
+        (q) => q.suite === TARGET_SUITE && q.variant === "shared" && q.clients === p.clients,
+      )?.direct;
+      const vsDirect = direct
+        ? `  throughput ${fmtRatio(ratio(p.side.requestsPerSecond, direct.requestsPerSecond))} of direct, +p50 ${(p.side.p50Ms - direct.p50Ms).toFixed(3)} ms`
+        : "";
+      lines.push(
+        `  shared clients=${String(p.clients).padEnd(2)}  pay ${figures(p.side)}${vsDirect}  (${p.side.failed} failed)`,
+      );
+      lines.push(`                     cpu: ${cpu(p.side)}${perRequest(p.side)}`);
+    }
+  }
+  if (context.usageRecords !== null) {
+    lines.push(
+      "",
+      `usage sink counted ${context.usageRecords} distinct usage records (metering was on)`,
+    );
+  }
+  return lines;
+}

@@ -1,0 +1,168 @@
+// `npm run bench:gateway [-- --quick] [-- --profile] [-- --log-level L]`:
+// requests per second and p50/p99 latency through the gateway against the
+// same runtime called directly, at 1, 16 and 64 clients. Two runtimes: a
+// stand-in that answers at once (the gateway's own cost; the targets apply)
+// and the real runtime on tiny-nli. Each layout runs with all processes
+// sharing the cores, then pinned (gateway alone on core 0) when taskset
+// exists; the payment route is measured once, informatively. Runtime,
+// gateway, sink and provider are child processes; the load generator is
+// this one. A miss is reported, not turned into an exit code.
+import { mkdtemp, rm } from "node:fs/promises";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { generateFixtures } from "../../fixtures/generate.js";
+import type { Child } from "./child-process.js";
+import type { LoadRequest } from "./closed-loop.js";
+import { compareSuite, type ComparePoint, type Suite } from "./compare.js";
+import { pinning, type Pinning } from "./cpu-affinity.js";
+import { writeGatewayFiles } from "./gateway-files.js";
+import { measurePay, payRequests, type PayPoint } from "./pay-route.js";
+import { planFrom } from "./plan.js";
+import * as start from "./processes.js";
+import { profileLines } from "./profile.js";
+import { renderReport } from "./report.js";
+
+const plan = planFrom(process.argv.slice(2));
+const began = performance.now();
+const log = (line: string) => {
+  const seconds = ((performance.now() - began) / 1000).toFixed(1).padStart(6);
+  process.stdout.write(`[${seconds}s] ${line}\n`);
+};
+// Every loop is bounded by count and time already; this catches a hang
+// outside them. Children die with this process (child-process.ts).
+const watchdog = setTimeout(() => {
+  log(`benchmark overran its ${plan.deadlineMs / 1000} s deadline; giving up`);
+  process.exit(1);
+}, plan.deadlineMs);
+watchdog.unref();
+
+const pin = pinning();
+log(
+  `modelgate gateway benchmark (${plan.quick ? "quick" : "full"}): node ${process.version}, ` +
+    `${availableParallelism()} cores, taskset ${pin ? `yes (affinity ${pin.original})` : "no"}, ` +
+    `gateway log level ${plan.logLevel}`,
+);
+const nliPath = (await generateFixtures(undefined, (line) => log(`fixtures: ${line}`)))["tiny-nli"];
+if (!nliPath) throw new Error("the fixture generator gave no tiny-nli");
+
+/** Short input, one label: the least work a real runtime can be asked for. */
+const bodyFor = (model: string) =>
+  JSON.stringify({ model, input: "It rained all day.", categories: ["weather"] });
+const apiRequests = (model: string, apiKey: string): LoadRequest[] => [
+  {
+    path: "/v1/responses",
+    headers: { "content-type": "application/json", "x-api-key": apiKey },
+    body: bodyFor(model),
+  },
+];
+
+/** Gateway and sink on core 0; runtime and this process (the client) on core 1. */
+async function pinnedRun(p: Pinning, suite: Suite): Promise<ComparePoint[]> {
+  const all = [suite.gateway, ...suite.others, suite.runtime];
+  try {
+    for (const child of [suite.gateway, ...suite.others]) p.pin(child.pid, "0");
+    p.pin(suite.runtime.pid, "1");
+    p.pin(process.pid, "1");
+    return await compareSuite(plan, suite, "pinned", log);
+  } finally {
+    for (const child of all) p.pin(child.pid, p.original);
+    p.pin(process.pid, p.original);
+  }
+}
+
+async function usageCount(sink: Child): Promise<number | null> {
+  try {
+    const response = await fetch(`${sink.url}/count`, { signal: AbortSignal.timeout(2_000) });
+    return ((await response.json()) as { count: number }).count;
+  } catch {
+    return null;
+  }
+}
+
+const loadBefore = loadavg()[0]!;
+const points: ComparePoint[] = [];
+let pay: PayPoint[] = [];
+let usageRecords: number | null = null;
+const profileDir = plan.profile ? await mkdtemp(join(tmpdir(), "modelgate-bench-gw-prof-")) : null;
+const running: Child[] = [];
+const folders: string[] = [];
+try {
+  // 1. The stand-in runtime: the gateway's own cost, and the payment route.
+  const [runtime, sink, provider] = await Promise.all([
+    start.startStandInRuntime(),
+    start.startUsageSink(),
+    start.startPaymentProvider(),
+  ]);
+  running.push(runtime, sink, provider);
+  const setup = await writeGatewayFiles({
+    model: "stand-in",
+    runtimeUrl: runtime.url,
+    sinkUrl: `${sink.url}/usage`,
+    providerUrl: provider.url,
+    logLevel: plan.logLevel,
+  });
+  folders.push(setup.dir);
+  const gateway = await start.startGateway(setup, profileDir);
+  running.unshift(gateway);
+  log(`stand-in suite: runtime ${runtime.url}, gateway ${gateway.url}, sink, provider ready`);
+  const standIn: Suite = {
+    name: "stand-in",
+    runtime,
+    gateway,
+    others: [sink],
+    requests: apiRequests("stand-in", setup.apiKey),
+  };
+  points.push(...(await compareSuite(plan, standIn, "shared", log)));
+  if (pin) points.push(...(await pinnedRun(pin, standIn)));
+  pay = await measurePay(
+    plan,
+    gateway,
+    [runtime, gateway, sink, provider],
+    payRequests([bodyFor("stand-in")], setup),
+    log,
+  );
+  usageRecords = await usageCount(sink);
+  // The gateway first, so it never sees its runtime, sink or provider go.
+  for (const child of running.splice(0)) await child.stop();
+
+  // 2. The real runtime on tiny-nli, informative.
+  const [nli, nliSink] = await Promise.all([
+    start.startModelRuntime(plan, nliPath, "tiny-nli"),
+    start.startUsageSink(),
+  ]);
+  running.push(nli, nliSink);
+  const nliSetup = await writeGatewayFiles({
+    model: "tiny-nli",
+    runtimeUrl: nli.url,
+    sinkUrl: `${nliSink.url}/usage`,
+    providerUrl: null,
+    logLevel: plan.logLevel,
+  });
+  folders.push(nliSetup.dir);
+  const nliGateway = await start.startGateway(nliSetup, null);
+  running.unshift(nliGateway);
+  log(`tiny-nli suite: runtime ${nli.url}, gateway ${nliGateway.url} ready`);
+  const real: Suite = {
+    name: "tiny-nli",
+    runtime: nli,
+    gateway: nliGateway,
+    others: [nliSink],
+    requests: apiRequests("tiny-nli", nliSetup.apiKey),
+  };
+  points.push(...(await compareSuite(plan, real, "shared", log)));
+  if (pin) points.push(...(await pinnedRun(pin, real)));
+} finally {
+  for (const child of running.splice(0)) await child.stop();
+  for (const dir of folders) await rm(dir, { recursive: true, force: true });
+}
+
+const load = { before: loadBefore, after: loadavg()[0]! };
+log(`done in ${((performance.now() - began) / 1000).toFixed(0)} s`);
+const report = renderReport(points, pay, {
+  load,
+  pinned: pin !== null,
+  logLevel: plan.logLevel,
+  usageRecords,
+});
+if (profileDir) report.push("", ...(await profileLines(profileDir)));
+process.stdout.write(`\n${report.join("\n")}\n`);
