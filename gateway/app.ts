@@ -42,7 +42,11 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
     loggerInstance: deps.logger,
     bodyLimit: deps.bodyLimit ?? DEFAULT_BODY_LIMIT,
     genReqId: requestIdFrom,
-    logController: new LogController({ requestIdLogLabel: "requestId" }),
+    // One line per request, written when it completes (below), not two.
+    logController: new LogController({
+      requestIdLogLabel: "requestId",
+      disableRequestLogging: true,
+    }),
     // Connections from a load balancer are long-lived; keep them open.
     keepAliveTimeout: 65_000,
   });
@@ -53,29 +57,27 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
     throw HttpErrors.notFound(request.method, request.url);
   });
 
-  const started = new WeakMap<object, number>();
-  app.addHook("onRequest", (request, _reply, done) => {
-    started.set(request, performance.now());
-    done();
-  });
   app.addHook("onResponse", async (request, reply) => {
+    // One line per request, at completion; reply.log carries the caller's ids.
+    reply.log.info(
+      {
+        method: request.method,
+        url: request.url,
+        statusCode: reply.statusCode,
+        ms: Math.round(reply.elapsedTime),
+      },
+      "request completed",
+    );
+    const url = request.routeOptions.url;
     const route =
-      request.routeOptions.url === payResponsesRoute.path
-        ? "pay"
-        : request.routeOptions.url === responsesRoute.path
-          ? "api-key"
-          : null;
+      url === payResponsesRoute.path ? "pay" : url === responsesRoute.path ? "api-key" : null;
     if (!route) return;
-    const model =
-      typeof (request.body as { model?: unknown } | undefined)?.model === "string"
-        ? (request.body as { model: string }).model
-        : "";
+    const body = request.body as { model?: unknown } | undefined;
+    const model = typeof body?.model === "string" ? body.model : "";
+    // Only known ids become label values: a caller cannot grow the label set.
     const known = deps.registry.resolve(model) ? model : "";
     deps.metrics.requests.inc({ route, status_code: String(reply.statusCode), model: known });
-    deps.metrics.duration.observe(
-      { route },
-      (performance.now() - (started.get(request) ?? performance.now())) / 1000,
-    );
+    deps.metrics.duration.observe({ route }, reply.elapsedTime / 1000);
   });
 
   app.post(responsesRoute.path, responsesHandler(deps));

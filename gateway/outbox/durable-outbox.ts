@@ -31,6 +31,8 @@ export interface DurableOutboxOptions<T> {
   concurrency?: number;
   /** Compact once this many records are acked, even if others are pending; default 1000. */
   compactAfterAcks?: number;
+  /** With nothing pending, compact once this many are acked; default 100. */
+  compactWhenIdleAfter?: number;
   /** Validates a record read back from disk; one that fails is dead-lettered. */
   parse?: (value: unknown) => T;
   metrics?: OutboxMetrics;
@@ -323,7 +325,12 @@ export class DurableOutbox<T> {
     const threshold = this.options.compactAfterAcks ?? 1000;
     const allDone = this.entries.size === 0 && this.appending.size === 0;
     if (this.compactionQueued || this.acked.size === 0) return;
-    if (!allDone && this.acked.size < threshold) return;
+    // Compaction costs four fsyncs: when idle it waits for a handful of acks
+    // instead of running after every request that drains the queue.
+    const needed = allDone
+      ? Math.min(threshold, this.options.compactWhenIdleAfter ?? 100)
+      : threshold;
+    if (this.acked.size < needed) return;
     this.compactionQueued = true;
     void this.journals!.compact(
       () => [...this.entries.values()].map((e) => ({ key: e.key, at: e.at, record: e.record })),

@@ -49,6 +49,7 @@ export class JournalFile {
     handle: FileHandle,
     size: number,
     private readonly queue: SerialQueue,
+    private readonly durable: boolean,
   ) {
     this.handle = handle;
     this.size = size;
@@ -61,6 +62,7 @@ export class JournalFile {
   static async open(
     path: string,
     queue: SerialQueue,
+    options: { durable?: boolean } = {},
   ): Promise<{ journal: JournalFile; lines: string[]; tornBytes: number }> {
     const handle = await open(path, "a+");
     try {
@@ -71,7 +73,13 @@ export class JournalFile {
         await handle.truncate(split.completeBytes);
         await handle.datasync();
       }
-      const journal = new JournalFile(path, handle, split.completeBytes, queue);
+      const journal = new JournalFile(
+        path,
+        handle,
+        split.completeBytes,
+        queue,
+        options.durable ?? true,
+      );
       return { journal, lines: split.lines, tornBytes: total - split.completeBytes };
     } catch (error) {
       await handle.close();
@@ -79,7 +87,7 @@ export class JournalFile {
     }
   }
 
-  /** Appends `data` (whole lines); resolves once it is fsynced. */
+  /** Appends `data` (whole lines); resolves once it is written, and fsynced if the journal is durable. */
   append(data: string, onDurable: () => void = () => {}): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.buffer.push({ data, onDurable, resolve, reject });
@@ -116,7 +124,7 @@ export class JournalFile {
     const data = batch.map((item) => item.data).join("");
     try {
       await this.handle.write(data);
-      await this.handle.datasync();
+      if (this.durable) await this.handle.datasync();
       this.size += Buffer.byteLength(data, "utf8");
     } catch (error) {
       // A failed write (disk full) may have left part of a line: cut back to

@@ -18,8 +18,8 @@ import {
  *   <name>.dead.jsonl     records given up on, for an operator; never compacted
  *
  * All writes go through one serial queue, so a compaction (which replaces
- * files) never interleaves with an append, and every append is fsynced before
- * its promise resolves.
+ * files) never interleaves with an append, and every record append is fsynced
+ * before its promise resolves.
  */
 export class OutboxJournals {
   private constructor(
@@ -38,7 +38,10 @@ export class OutboxJournals {
     const queue = new SerialQueue();
     const path = (kind: string): string => join(dir, `${name}.${kind}.jsonl`);
     const records = await JournalFile.open(path("records"), queue);
-    const acks = await JournalFile.open(path("acks"), queue);
+    // Acks are not fsynced: an ack lost in a crash only means the record is
+    // sent again under the same idempotency key, which the receiver dedupes.
+    // That saves an fsync per delivered record.
+    const acks = await JournalFile.open(path("acks"), queue, { durable: false });
     const dead = await JournalFile.open(path("dead"), queue);
     // New files exist only once their folder entry is on disk too.
     await syncDirectory(dir);

@@ -55,7 +55,8 @@ describe("DurableOutbox", () => {
   it("delivers every record once, with its key as Idempotency-Key, and empties the journals", async () => {
     const s = await sink();
     const dir = await outboxDir();
-    const outbox = outboxFor(dir, s.url);
+    // Idle compaction waits for this many acks (default 100, to spare fsyncs).
+    const outbox = outboxFor(dir, s.url, { compactWhenIdleAfter: 25 });
     await outbox.start();
     await Promise.all(keys(25).map((key, n) => outbox.append(key, { n })));
     await outbox.whenIdle();
@@ -65,6 +66,19 @@ describe("DurableOutbox", () => {
     await outbox.close();
     expect(await readFile(join(dir, "usage.records.jsonl"), "utf8")).toBe("");
     expect(await readFile(join(dir, "usage.acks.jsonl"), "utf8")).toBe("");
+  });
+
+  it("does not compact after every request that drains the queue: compaction costs fsyncs", async () => {
+    const s = await sink();
+    const dir = await outboxDir();
+    const outbox = outboxFor(dir, s.url);
+    await outbox.start();
+    for (const key of keys(3)) {
+      await outbox.append(key, { n: 0 });
+      await outbox.whenIdle();
+    }
+    expect((await readFile(join(dir, "usage.records.jsonl"), "utf8")).trim().split("\n")).toHaveLength(3);
+    await outbox.close();
   });
 
   it("records survive a crash and are delivered by the next process, each counted once", async () => {
