@@ -19,6 +19,12 @@ export interface BareRun {
 
 export interface BareLoop {
   generate(promptIds: readonly number[], newTokens: number): Promise<BareRun>;
+  /**
+   * Median time of one decode step for `batch` sequences, each feeding one
+   * token after `pastLength` cached ones: what batched decoding costs per step,
+   * against `batch` separate steps at batch 1.
+   */
+  stepMs(batch: number, pastLength: number, runs: number): Promise<number>;
   release(): Promise<void>;
 }
 
@@ -70,7 +76,36 @@ export async function openBareLoop(
     return { ids, firstTokenMs, totalMs: performance.now() - started };
   }
 
-  return { generate, release: () => session.release() };
+  async function stepMs(batch: number, pastLength: number, runs: number): Promise<number> {
+    const feeds: Record<string, ort.Tensor> = {
+      input_ids: new ort.Tensor("int64", new BigInt64Array(batch).fill(100n), [batch, 1]),
+      attention_mask: new ort.Tensor(
+        "int64",
+        new BigInt64Array(batch * (pastLength + 1)).fill(1n),
+        [batch, pastLength + 1],
+      ),
+    };
+    if (hasPositions) {
+      feeds.position_ids = new ort.Tensor(
+        "int64",
+        new BigInt64Array(batch).fill(BigInt(pastLength)),
+        [batch, 1],
+      );
+    }
+    const pastDims = [batch, heads, pastLength, headDim];
+    const pastData = new Float32Array(batch * heads * pastLength * headDim);
+    for (const name of pastNames) feeds[name] = new ort.Tensor("float32", pastData, pastDims);
+    await session.run(feeds);
+    const times: number[] = [];
+    for (let i = 0; i < runs; i++) {
+      const started = performance.now();
+      await session.run(feeds);
+      times.push(performance.now() - started);
+    }
+    return times.sort((a, b) => a - b)[Math.floor(times.length / 2)]!;
+  }
+
+  return { generate, stepMs, release: () => session.release() };
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { BenchPlan } from "./plan.js";
 import { longBodies, shortBodies } from "./classification-inputs.js";
 import { runClosedLoop, type LoadResult } from "./http-load.js";
-import { startRuntimeProcess, type RuntimeProcess } from "./runtime-process.js";
+import { startRuntimeProcess, type Memory, type RuntimeProcess } from "./runtime-process.js";
 import { fmt } from "./stats.js";
 
 /**
@@ -22,51 +22,49 @@ export interface ClassificationPoint {
   serverCpuSeconds: number;
 }
 
-interface Suite {
+/** One model's points; each point runs once with batching on and once off. */
+export interface Suite {
   model: string;
   path: string;
   pointMs: number;
   points: Array<{ input: "short" | "long"; clients: number }>;
 }
 
+/** Resident memory of the batching-on runtime: loaded and idle, then after the last point. */
+export interface SuiteMemory {
+  model: string;
+  idle: Memory;
+  after: Memory;
+}
+
+export interface ClassificationRun {
+  points: ClassificationPoint[];
+  memory: SuiteMemory[];
+}
+
 export async function measureClassification(
   plan: BenchPlan,
-  nliPath: string,
+  suites: readonly Suite[],
   log: (line: string) => void,
-): Promise<ClassificationPoint[]> {
-  const c = plan.classification;
-  const suites: Suite[] = [
-    {
-      model: "tiny-nli",
-      path: nliPath,
-      pointMs: c.pointMs,
-      points: [
-        ...c.clients.map((clients) => ({ input: "short" as const, clients })),
-        ...c.longClients.map((clients) => ({ input: "long" as const, clients })),
-      ],
-    },
-  ];
-  if (c.minilmPath) {
-    suites.push({
-      model: "all-minilm-l6-v2",
-      path: c.minilmPath,
-      pointMs: c.minilmPointMs,
-      points: c.minilmClients.map((clients) => ({ input: "short" as const, clients })),
-    });
+): Promise<ClassificationRun> {
+  const run: ClassificationRun = { points: [], memory: [] };
+  for (const suite of suites) {
+    const { points, memory } = await measureSuite(plan, suite, log);
+    run.points.push(...points);
+    run.memory.push(memory);
   }
-  const points: ClassificationPoint[] = [];
-  for (const suite of suites) points.push(...(await measureSuite(plan, suite, log)));
-  return points;
+  return run;
 }
 
 async function measureSuite(
   plan: BenchPlan,
   suite: Suite,
   log: (line: string) => void,
-): Promise<ClassificationPoint[]> {
+): Promise<{ points: ClassificationPoint[]; memory: SuiteMemory }> {
   const c = plan.classification;
   const runtimes: Partial<Record<BatchMode, RuntimeProcess>> = {};
   const points: ClassificationPoint[] = [];
+  let idle: Memory = { rssMb: Number.NaN, peakMb: Number.NaN };
   try {
     for (const mode of ["on", "off"] as const) {
       const throughput = mode === "on" ? c.batchOn : c.batchOff;
@@ -82,6 +80,7 @@ async function measureSuite(
           `batchWindowMs=${throughput.batchWindowMs}) ready in ${Math.round(performance.now() - started)} ms`,
       );
     }
+    idle = await runtimes.on!.memory();
     const bodies = { short: shortBodies(suite.model), long: longBodies(suite.model) };
     // Warm-up: JIT, connection setup and ORT's first runs at each batch size.
     for (const mode of ["on", "off"] as const) {
@@ -112,8 +111,9 @@ async function measureSuite(
         );
       }
     }
+    const memory = { model: suite.model, idle, after: await runtimes.on!.memory() };
+    return { points, memory };
   } finally {
     await Promise.all(Object.values(runtimes).map((r) => r.stop()));
   }
-  return points;
 }

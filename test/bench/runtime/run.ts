@@ -1,20 +1,28 @@
-// `npm run bench:runtime [-- --quick] [-- --profile]`: the runtime benchmark.
-// (a) classification requests/s with batching on and off, (b) generation
-// tokens/s against a bare session.run loop, (c) against transformers.js.
-// Phases run one after another, never concurrently; the runtime under test
-// always runs in a child process. Prints progress, then one table of figures
-// and ratios from this run with PASS/MISS per target. A miss is reported,
-// not turned into an exit code; only a broken run exits non-zero.
+// `npm run bench:runtime [-- --quick] [-- --real] [-- --real-only] [-- --profile]`:
+// the runtime benchmark. Fixture section: (a) classification requests/s with
+// batching on and off (bench-nli is the target; tiny-nli informative), (b)
+// generation tokens/s against a bare session.run loop, (c) against
+// transformers.js. Real section (when ../shared/models holds the models):
+// the same on SmolLM2 plus concurrent generation, MiniLM classification and
+// resident memory. Phases run one after another, never concurrently; the
+// runtime under test always runs in a child process. Prints progress, then
+// one table of figures and ratios from this run with PASS/MISS per target. A
+// miss is reported, not turned into an exit code; only a broken run exits
+// non-zero.
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { generateFixtures } from "../../fixtures/generate.js";
 import { measureBatchCost, type BatchCost } from "./batch-ceiling.js";
-import { measureClassification, type ClassificationPoint } from "./classification.js";
+import { measureClassification, type ClassificationRun, type Suite } from "./classification.js";
 import { measureGeneration, type GenerationFigures } from "./generation.js";
-import { planFrom } from "./plan.js";
+import { PROMPT_CANDIDATES } from "./generation-prompt.js";
+import { planFrom, type BenchPlan } from "./plan.js";
 import { summarizeProfiles } from "./profile-summary.js";
-import { renderReport } from "./report.js";
+import { measureReal, type RealFigures } from "./real.js";
+import { renderRealReport } from "./real-report.js";
+import { classificationLines, generationLines, loadLine, TARGETS } from "./report.js";
+import { fmt } from "./stats.js";
 
 const plan = planFrom(process.argv.slice(2));
 const started = performance.now();
@@ -35,42 +43,82 @@ watchdog.unref();
 log(
   `modelgate runtime benchmark (${plan.quick ? "quick" : "full"}): node ${process.version}, ` +
     `${availableParallelism()} cores, threads=${plan.threads}, ` +
-    `batch window ${plan.classification.batchOn.batchWindowMs} ms`,
+    `batch window ${plan.classification.batchOn.batchWindowMs} ms; sections: ` +
+    `${plan.fixtures ? "fixtures" : ""}${plan.fixtures && plan.real ? " + " : ""}${plan.real ? "real models" : ""}`,
 );
-const folders = await generateFixtures(undefined, (line) => log(`fixtures: ${line}`));
-const nli = folders["tiny-nli"];
-const gpt = folders["bench-gpt"];
-if (!nli || !gpt) throw new Error("the fixture generator gave no tiny-nli or bench-gpt");
-if (!plan.classification.minilmPath) log("classification: all-minilm-l6-v2 not found; skipped");
+if (!plan.real) log("real models: skipped (--quick without --real, or ../shared/models missing)");
 
-const loadBefore = loadavg()[0]!;
-const classification: ClassificationPoint[] = await measureClassification(plan, nli, log);
-// In this process, while no runtime child is alive: the cost behind the ratios.
-const costs: BatchCost[] = [];
-const classifiers: Array<[string, string | null]> = [
-  ["tiny-nli", nli],
-  ["all-minilm-l6-v2", plan.classification.minilmPath],
-];
-for (const [model, path] of classifiers) {
-  if (!path) continue;
-  const cost = await measureBatchCost(
-    model,
-    path,
-    plan.threads,
-    plan.classification.batchOn.maxBatchSize,
-  );
-  costs.push(cost);
-  log(
-    `classification ${model} in-process: prepare ${cost.prepareMs.toFixed(3)} ms/request, model run ` +
-      `${cost.runMsPerRequestAt1.toFixed(3)} ms/request at batch 1, ` +
-      `${cost.runMsPerRequestAtMax.toFixed(3)} at batch ${cost.maxBatchSize}`,
-  );
+interface FixtureFigures {
+  classification: ClassificationRun;
+  costs: BatchCost[];
+  generation: GenerationFigures[];
 }
-const profileDir = plan.profile ? await mkdtemp(join(tmpdir(), "modelgate-bench-prof-")) : null;
-const generation: GenerationFigures = await measureGeneration(plan, gpt, profileDir, log);
 
-if (profileDir) {
-  for (const summary of await summarizeProfiles(profileDir)) {
+async function measureFixtures(p: BenchPlan): Promise<FixtureFigures> {
+  const folders = await generateFixtures(undefined, (line) => log(`fixtures: ${line}`));
+  const path = (name: string) => {
+    const folder = folders[name];
+    if (!folder) throw new Error(`the fixture generator gave no ${name}`);
+    return folder;
+  };
+  const c = p.classification;
+  const shortPoints = c.clients.map((clients) => ({ input: "short" as const, clients }));
+  const suites: Suite[] = [
+    {
+      model: "bench-nli",
+      path: path("bench-nli"),
+      pointMs: c.benchNliPointMs,
+      points: shortPoints,
+    },
+    {
+      model: "tiny-nli",
+      path: path("tiny-nli"),
+      pointMs: c.pointMs,
+      points: [
+        ...shortPoints,
+        ...c.longClients.map((clients) => ({ input: "long" as const, clients })),
+      ],
+    },
+  ];
+  const classification = await measureClassification(p, suites, log);
+  // In this process, while no runtime child is alive: the cost behind the ratios.
+  const costs: BatchCost[] = [];
+  for (const suite of suites) {
+    const cost = await measureBatchCost(suite.model, suite.path, p.threads, c.batchOn.maxBatchSize);
+    costs.push(cost);
+    log(
+      `classification ${suite.model} in-process: prepare ${fmt(cost.prepareMs)} ms/request, model run ` +
+        `${fmt(cost.runMsPerRequestAt1)} ms/request at batch 1, ${fmt(cost.runMsPerRequestAtMax)} at batch ${cost.maxBatchSize}`,
+    );
+  }
+  const profileDir = p.profile ? await mkdtemp(join(tmpdir(), "modelgate-bench-prof-")) : null;
+  const g = p.generation;
+  const generation = await measureGeneration(
+    p,
+    {
+      modelId: "bench-gpt",
+      folder: path("bench-gpt"),
+      onnxFile: "onnx/model.onnx",
+      peerDtype: "fp32",
+      cases: [
+        {
+          name: "chat prompt",
+          candidates: PROMPT_CANDIDATES,
+          warmupRounds: g.warmupRounds,
+          rounds: g.rounds,
+          firstTokenSamples: g.firstTokenSamples,
+        },
+      ],
+    },
+    profileDir,
+    log,
+  );
+  if (profileDir) await logProfiles(profileDir);
+  return { classification, costs, generation };
+}
+
+async function logProfiles(dir: string): Promise<void> {
+  for (const summary of await summarizeProfiles(dir)) {
     log(
       `profile of the runtime child (main thread, ${Math.round(summary.wallMs)} ms): ${summary.file}`,
     );
@@ -85,13 +133,21 @@ if (profileDir) {
   }
 }
 
+const loadBefore = loadavg()[0]!;
+const fixtures = plan.fixtures ? await measureFixtures(plan) : null;
+const real: RealFigures | null = plan.real ? await measureReal(plan, plan.real, log) : null;
+
 const figuresFile = join(await mkdtemp(join(tmpdir(), "modelgate-bench-")), "runtime.json");
 const load = { before: loadBefore, after: loadavg()[0]! };
-await writeFile(
-  figuresFile,
-  JSON.stringify({ plan, load, classification, costs, generation }, null, 2),
-);
+await writeFile(figuresFile, JSON.stringify({ plan, load, fixtures, real }, null, 2));
 log(
   `done in ${((performance.now() - started) / 1000).toFixed(0)} s; figures as JSON in ${figuresFile}`,
 );
-process.stdout.write(`\n${renderReport(classification, costs, generation, load).join("\n")}\n`);
+
+const lines = [loadLine(load)];
+if (fixtures) {
+  lines.push(...classificationLines(fixtures.classification.points, fixtures.costs, "bench-nli"));
+  for (const g of fixtures.generation) lines.push(...generationLines(g, TARGETS.runtimeOverBare));
+}
+if (real) lines.push(...renderRealReport(real));
+process.stdout.write(`\n${lines.join("\n")}\n`);

@@ -16,7 +16,15 @@ export interface RuntimeProcess {
   pid: number;
   /** User plus system CPU seconds the child has used so far (Linux /proc), or NaN. */
   cpuSeconds(): Promise<number>;
+  /** Resident memory now and at its peak (Linux /proc), in MiB, or NaN. */
+  memory(): Promise<Memory>;
   stop(): Promise<void>;
+}
+
+export interface Memory {
+  rssMb: number;
+  /** VmHWM: the high-water mark of resident memory since the process started. */
+  peakMb: number;
 }
 
 const CHILD_SCRIPT = fileURLToPath(new URL("./runtime-child.ts", import.meta.url));
@@ -42,6 +50,7 @@ export async function startRuntimeProcess(
     url,
     pid,
     cpuSeconds: () => processCpuSeconds(pid),
+    memory: () => processMemory(pid),
     stop: () => stopChild(child),
   };
 }
@@ -92,5 +101,17 @@ async function processCpuSeconds(pid: number): Promise<number> {
     return (Number(fields[11]) + Number(fields[12])) / 100;
   } catch {
     return Number.NaN;
+  }
+}
+
+/** VmRSS and VmHWM from /proc/<pid>/status, which gives them in kB. */
+async function processMemory(pid: number): Promise<Memory> {
+  try {
+    const status = await readFile(`/proc/${pid}/status`, "utf8");
+    const kb = (field: string) =>
+      Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1]);
+    return { rssMb: kb("VmRSS") / 1024, peakMb: kb("VmHWM") / 1024 };
+  } catch {
+    return { rssMb: Number.NaN, peakMb: Number.NaN };
   }
 }
