@@ -25,6 +25,25 @@ export interface SessionOptions {
   intraOpThreads: number;
 }
 
+/**
+ * The session options every model is served with. Exported so that
+ * benchmarks measure their baselines with exactly the same settings.
+ */
+export function sessionOptions(intraOpThreads: number): ort.InferenceSession.SessionOptions {
+  return {
+    executionProviders: ["cpu"],
+    graphOptimizationLevel: "all",
+    intraOpNumThreads: intraOpThreads,
+    interOpNumThreads: 1,
+    executionMode: "sequential",
+    enableCpuMemArena: true,
+    enableMemPattern: true,
+    // Spinning intra-op threads keep cores busy between runs; on a pod's
+    // few cores that time belongs to the event loop serving HTTP.
+    extra: { session: { intra_op: { allow_spinning: "0" } } },
+  };
+}
+
 export class ModelSession {
   readonly inputs: readonly ValueInfo[];
   readonly outputs: readonly ValueInfo[];
@@ -35,18 +54,7 @@ export class ModelSession {
   }
 
   static async open(path: string, options: SessionOptions): Promise<ModelSession> {
-    const session = await ort.InferenceSession.create(path, {
-      executionProviders: ["cpu"],
-      graphOptimizationLevel: "all",
-      intraOpNumThreads: options.intraOpThreads,
-      interOpNumThreads: 1,
-      executionMode: "sequential",
-      enableCpuMemArena: true,
-      enableMemPattern: true,
-      // Spinning intra-op threads keep cores busy between runs; on a pod's
-      // few cores that time belongs to the event loop serving HTTP.
-      extra: { session: { intra_op: { allow_spinning: "0" } } },
-    });
+    const session = await ort.InferenceSession.create(path, sessionOptions(options.intraOpThreads));
     return new ModelSession(session);
   }
 

@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import * as ort from "onnxruntime-node";
+import { sessionOptions } from "../../../runtime/engine/session.js";
 
 /**
  * (b) The limit we chase: greedy decoding as a bare loop of session.run on the
@@ -33,11 +34,11 @@ export async function openBareLoop(
   threads: number,
   onnxFile = "onnx/model.onnx",
 ): Promise<BareLoop> {
-  const session = await ort.InferenceSession.create(join(modelFolder, onnxFile), {
-    executionProviders: ["cpu"],
-    intraOpNumThreads: threads,
-    graphOptimizationLevel: "all",
-  });
+  // Exactly the runtime's session options: the baseline differs only in having no server around it.
+  const session = await ort.InferenceSession.create(
+    join(modelFolder, onnxFile),
+    sessionOptions(threads),
+  );
   const pastNames = session.inputNames.filter((n) => n.startsWith("past_key_values."));
   const { heads, headDim } = await cacheShape(session, modelFolder);
   const hasPositions = session.inputNames.includes("position_ids");

@@ -1,5 +1,6 @@
 import { dirname, basename } from "node:path";
 import { BaseStreamer, env, pipeline, type TextStreamer } from "@huggingface/transformers";
+import { sessionOptions } from "../../../runtime/engine/session.js";
 
 /**
  * (c) The peer a user would otherwise pick: @huggingface/transformers'
@@ -57,7 +58,8 @@ export async function openPeer(
   env.localModelPath = dirname(modelFolder);
   const generator = await pipeline("text-generation", basename(modelFolder), {
     dtype,
-    session_options: { intraOpNumThreads: threads, graphOptimizationLevel: "all" },
+    // The runtime's own session options, so the peer is not handicapped by them.
+    session_options: sessionOptions(threads),
   });
 
   return {
