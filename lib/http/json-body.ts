@@ -1,3 +1,4 @@
+import { isUtf8 } from "node:buffer";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { CodedError } from "../coded-error.js";
 import { HttpErrors } from "./http-errors.js";
@@ -18,16 +19,20 @@ declare module "fastify" {
  * a bad body is not refused here: the handler raises it when its own order
  * says so (a payment signature is checked before the body is judged).
  */
-const utf8 = new TextDecoder("utf-8", { fatal: true });
-
 export function acceptJsonBodiesOnly(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("application/json", { parseAs: "buffer" }, (request, body, done) => {
     const raw = body as Buffer;
     request.rawBody = raw;
+    // Bytes that are not UTF-8 are an error, not silently replaced. isUtf8 is
+    // a native check: a fatal TextDecoder costs far more per request.
+    if (!isUtf8(raw)) {
+      request.bodyProblem = HttpErrors.invalidJson("the body is not valid UTF-8");
+      done(null, undefined);
+      return;
+    }
     try {
-      // fatal: bytes that are not UTF-8 are an error, not silently replaced.
-      done(null, JSON.parse(utf8.decode(raw)));
+      done(null, JSON.parse(raw.toString("utf8")));
     } catch (error) {
       request.bodyProblem = HttpErrors.invalidJson((error as Error).message);
       done(null, undefined);
