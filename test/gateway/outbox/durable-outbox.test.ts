@@ -77,7 +77,9 @@ describe("DurableOutbox", () => {
       await outbox.append(key, { n: 0 });
       await outbox.whenIdle();
     }
-    expect((await readFile(join(dir, "usage.records.jsonl"), "utf8")).trim().split("\n")).toHaveLength(3);
+    expect(
+      (await readFile(join(dir, "usage.records.jsonl"), "utf8")).trim().split("\n"),
+    ).toHaveLength(3);
     await outbox.close();
   });
 
