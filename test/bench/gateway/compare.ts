@@ -1,5 +1,5 @@
 import type { Child } from "./child-process.js";
-import type { LoadRequest } from "./closed-loop.js";
+import type { LoadRequest } from "../support/closed-loop.js";
 import { measuredRun, mergeParts, type Side } from "./measure.js";
 import type { GatewayBenchPlan } from "./plan.js";
 import { fmt } from "../runtime/stats.js";

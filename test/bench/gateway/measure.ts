@@ -1,5 +1,10 @@
 import type { Child } from "./child-process.js";
-import { runClosedLoop, type LoadPoint, type LoadRequest, type LoadRun } from "./closed-loop.js";
+import {
+  runClosedLoop,
+  type LoadPoint,
+  type LoadRequest,
+  type LoadRun,
+} from "../support/closed-loop.js";
 import { quantile } from "../runtime/stats.js";
 
 /**

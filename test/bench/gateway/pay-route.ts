@@ -1,6 +1,6 @@
 import { formatPaySignature, signPayload } from "../../../gateway/pay/signature.js";
 import type { Child } from "./child-process.js";
-import type { LoadRequest } from "./closed-loop.js";
+import type { LoadRequest } from "../support/closed-loop.js";
 import { describeSide } from "./compare.js";
 import type { GatewaySetup } from "./gateway-files.js";
 import { measuredRun, mergeParts, type Side } from "./measure.js";

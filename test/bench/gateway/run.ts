@@ -12,7 +12,7 @@ import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { generateFixtures } from "../../fixtures/generate.js";
 import type { Child } from "./child-process.js";
-import type { LoadRequest } from "./closed-loop.js";
+import type { LoadRequest } from "../support/closed-loop.js";
 import { compareSuite, type ComparePoint, type Suite } from "./compare.js";
 import { pinning, type Pinning } from "./cpu-affinity.js";
 import { writeGatewayFiles } from "./gateway-files.js";

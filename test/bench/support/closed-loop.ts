@@ -1,10 +1,11 @@
 import { Pool } from "undici";
 
 /**
- * A closed-loop load generator like test/bench/runtime/http-load.ts, with
- * what the gateway needs on top: a path and headers per request (an API key,
- * a payment signature). `clients` workers, each with its own keep-alive
- * connection, send the next request as soon as the last answer is read.
+ * The benchmarks' closed-loop load generator: `clients` workers, each with
+ * its own keep-alive connection, send the next request as soon as the last
+ * answer is read; each request has its own path and headers (an API key, a
+ * payment signature). It runs in the benchmark's parent process, so it never
+ * shares an event loop with a server under test, only the machine's cores.
  * Bounded by a request count and a deadline, whichever comes first; a stuck
  * server is bounded by the pool's timeouts. The raw latencies are returned so
  * that the halves of an A-B-B-A point can be merged before taking quantiles.
