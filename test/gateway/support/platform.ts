@@ -151,6 +151,10 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
     keysFile: join(dir, "keys.yaml"),
     stateDir: join(dir, "state"),
     usageSinkUrl: sink.url,
+    // Suites send hundreds of requests with one key as fast as the machine
+    // allows; rate limits are tested with the `limited` key's own limit.
+    rateLimitPerMinute: 6_000_000,
+    rateLimitBurst: 100_000,
     ...(options.withoutPayments
       ? {}
       : {
