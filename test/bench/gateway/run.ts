@@ -21,20 +21,10 @@ import { planFrom } from "./plan.js";
 import * as start from "./processes.js";
 import { profileLines } from "./profile.js";
 import { renderReport } from "./report.js";
+import { startRun } from "../support/run-clock.js";
 
 const plan = planFrom(process.argv.slice(2));
-const began = performance.now();
-const log = (line: string) => {
-  const seconds = ((performance.now() - began) / 1000).toFixed(1).padStart(6);
-  process.stdout.write(`[${seconds}s] ${line}\n`);
-};
-// Every loop is bounded by count and time already; this catches a hang
-// outside them. Children die with this process (child-process.ts).
-const watchdog = setTimeout(() => {
-  log(`benchmark overran its ${plan.deadlineMs / 1000} s deadline; giving up`);
-  process.exit(1);
-}, plan.deadlineMs);
-watchdog.unref();
+const { log, elapsedSeconds } = startRun(plan.deadlineMs);
 
 const pin = pinning();
 log(
@@ -157,7 +147,7 @@ try {
 }
 
 const load = { before: loadBefore, after: loadavg()[0]! };
-log(`done in ${((performance.now() - began) / 1000).toFixed(0)} s`);
+log(`done in ${elapsedSeconds().toFixed(0)} s`);
 const report = renderReport(points, pay, {
   load,
   pinned: pin !== null,

@@ -23,22 +23,10 @@ import { measureReal, type RealFigures } from "./real.js";
 import { renderRealReport } from "./real-report.js";
 import { classificationLines, generationLines, loadLine, TARGETS } from "./report.js";
 import { fmt } from "./stats.js";
+import { startRun } from "../support/run-clock.js";
 
 const plan = planFrom(process.argv.slice(2));
-const started = performance.now();
-const log = (line: string) => {
-  const seconds = ((performance.now() - started) / 1000).toFixed(1).padStart(6);
-  process.stdout.write(`[${seconds}s] ${line}\n`);
-};
-
-// The last line of defence for "stops by itself": every loop is bounded by
-// count and time already; this catches a hang outside them. Runtime children
-// exit on their own when this process goes (their stdin closes).
-const watchdog = setTimeout(() => {
-  log(`benchmark overran its ${plan.deadlineMs / 1000} s deadline; giving up`);
-  process.exit(1);
-}, plan.deadlineMs);
-watchdog.unref();
+const { log, elapsedSeconds } = startRun(plan.deadlineMs);
 
 log(
   `modelgate runtime benchmark (${plan.quick ? "quick" : "full"}): node ${process.version}, ` +
@@ -140,9 +128,7 @@ const real: RealFigures | null = plan.real ? await measureReal(plan, plan.real, 
 const figuresFile = join(await mkdtemp(join(tmpdir(), "modelgate-bench-")), "runtime.json");
 const load = { before: loadBefore, after: loadavg()[0]! };
 await writeFile(figuresFile, JSON.stringify({ plan, load, fixtures, real }, null, 2));
-log(
-  `done in ${((performance.now() - started) / 1000).toFixed(0)} s; figures as JSON in ${figuresFile}`,
-);
+log(`done in ${elapsedSeconds().toFixed(0)} s; figures as JSON in ${figuresFile}`);
 
 const lines = [loadLine(load)];
 if (fixtures) {
