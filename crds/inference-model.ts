@@ -88,6 +88,27 @@ export const pricingSchema = z.object({
   outputPerMillionTokens: price.default("0"),
 });
 
+/** Where the runtime pods may run: copied into the pod template as they are. */
+export const schedulingSchema = z.object({
+  nodeSelector: z
+    .record(z.string(), z.string())
+    .optional()
+    .describe("Node labels a runtime pod's node must have"),
+  tolerations: z
+    .array(
+      z.object({
+        key: z.string().optional(),
+        operator: z.enum(["Exists", "Equal"]).optional(),
+        value: z.string().optional(),
+        effect: z.enum(["NoSchedule", "PreferNoSchedule", "NoExecute"]).optional(),
+        tolerationSeconds: z.number().int().optional(),
+      }),
+    )
+    .max(32)
+    .optional()
+    .describe("Taints the runtime pods tolerate"),
+});
+
 export const inferenceModelSpecSchema = z.object({
   model: z
     .string()
@@ -108,6 +129,7 @@ export const inferenceModelSpecSchema = z.object({
     .object({ requests: resourceList.optional(), limits: resourceList.optional() })
     .optional(),
   runtime: runtimeTuningSchema.optional(),
+  scheduling: schedulingSchema.optional(),
   timeoutSeconds: z
     .number()
     .int()

@@ -2,6 +2,7 @@ import type {
   V1Container,
   V1Deployment,
   V1EnvVar,
+  V1PodSpec,
   V1Probe,
   V1SecurityContext,
   V1VolumeMount,
@@ -74,6 +75,7 @@ export function buildDeployment(model: InferenceModel, ctx: BuildContext): V1Dep
             fsGroup: RUNTIME_UID,
             seccompProfile: { type: "RuntimeDefault" },
           },
+          ...scheduling(model),
           initContainers: [fetchContainer(model, ctx)],
           containers: [runtimeContainer(model, ctx)],
           volumes: [
@@ -83,6 +85,14 @@ export function buildDeployment(model: InferenceModel, ctx: BuildContext): V1Dep
         },
       },
     },
+  };
+}
+
+function scheduling(model: InferenceModel): Pick<V1PodSpec, "nodeSelector" | "tolerations"> {
+  const { nodeSelector, tolerations } = model.spec.scheduling ?? {};
+  return {
+    ...(nodeSelector && Object.keys(nodeSelector).length > 0 ? { nodeSelector } : {}),
+    ...(tolerations && tolerations.length > 0 ? { tolerations } : {}),
   };
 }
 

@@ -252,6 +252,19 @@ describe("buildDeployment", () => {
     expect(container(p.containers, RUNTIME_CONTAINER)).not.toHaveProperty("env");
   });
 
+  it("copies spec.scheduling into the pod template, and leaves it out when unset", () => {
+    const plain = buildDeployment(makeModel(), CTX).spec!.template.spec!;
+    expect(plain.nodeSelector).toBeUndefined();
+    expect(plain.tolerations).toBeUndefined();
+    const toleration = { key: "gpu", operator: "Exists" as const, effect: "NoSchedule" as const };
+    const pinned = makeModel({
+      spec: { scheduling: { nodeSelector: { pool: "cpu-large" }, tolerations: [toleration] } },
+    });
+    const pod = buildDeployment(pinned, CTX).spec!.template.spec!;
+    expect(pod.nodeSelector).toEqual({ pool: "cpu-large" });
+    expect(pod.tolerations).toEqual([toleration]);
+  });
+
   it("is pure: equal inputs give equal objects", () => {
     expect(buildDeployment(makeModel(), CTX)).toEqual(buildDeployment(makeModel(), CTX));
   });
