@@ -1,18 +1,22 @@
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { CHART_CRD_DIR, CRD_FILE, renderCrdYaml } from "./crd-yaml.js";
 
 /**
- * Writes the InferenceModel CRD YAML (and the chart's copy, once the chart
- * exists). With --check it writes nothing and exits 1 when a committed copy
- * differs from what the zod schema gives (STYLE convention 1).
+ * Writes the InferenceModel CRD YAML and the Helm chart's copy. With --check
+ * it writes nothing and exits 1 when a committed copy differs from what the
+ * zod schema gives (STYLE convention 1). Once the chart exists its copy is
+ * required: a missing chart copy fails the check like a stale one, since
+ * `helm install` would then install no CRD at all.
  *
  *   npm run crd:generate      npm run crd:check
  */
 const check = process.argv.includes("--check");
 const expected = await renderCrdYaml();
 const targets = [CRD_FILE];
-if (existsSync(CHART_CRD_DIR)) targets.push(join(CHART_CRD_DIR, "inference-model.crd.yaml"));
+if (existsSync(dirname(CHART_CRD_DIR))) {
+  targets.push(join(CHART_CRD_DIR, "inference-model.crd.yaml"));
+}
 
 let stale = 0;
 for (const file of targets) {
@@ -23,6 +27,7 @@ for (const file of targets) {
     console.error(`${file} differs from the zod schema (run npm run crd:generate):`);
     console.error(firstDifference(actual, expected));
   } else {
+    mkdirSync(dirname(file), { recursive: true });
     writeFileSync(file, expected);
     console.log(`wrote ${file}`);
   }
