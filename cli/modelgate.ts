@@ -78,6 +78,14 @@ program
   .option("--host <host>", "listen address (default 0.0.0.0)")
   .option("--port <port>", "listen port (default 8080)")
   .option("--models-dir <dir>", "folder of InferenceModel YAML to route to (file source)")
+  .addOption(
+    new Option(
+      "--registry <source>",
+      "where models come from (default: file with --models-dir, else kubernetes)",
+    ).choices(["file", "kubernetes"]),
+  )
+  .option("--kubeconfig <file>", "kubeconfig (default: KUBECONFIG, then the service account)")
+  .option("--watch-namespace <ns>", "only route models of this namespace (default: all)")
   .option("--keys-file <file>", "API keys file (hashed keys, accounts, projects)")
   .option("--state-dir <dir>", "where usage and settlement journals are kept")
   .option("--usage-sink-url <url>", "where usage records are exported")
@@ -93,6 +101,37 @@ program
   .action(async (flags: Record<string, unknown>) => {
     const { serveGateway } = await import("../gateway/main.js");
     await serveGateway(flags);
+  });
+
+program
+  .command("operator")
+  .description("reconciles InferenceModels into runtime Deployments, Services, HPAs and PDBs")
+  .option("--kubeconfig <file>", "kubeconfig (default: KUBECONFIG, then the service account)")
+  .option("--watch-namespace <ns>", "only reconcile models of this namespace (default: all)")
+  .option("--runtime-image <image>", "the image of the model pods (required)")
+  .addOption(
+    new Option("--runtime-image-pull-policy <policy>", "pull policy of the model pods").choices([
+      "IfNotPresent",
+      "Always",
+      "Never",
+    ]),
+  )
+  .option("--no-leader-elect", "act without a leader Lease (one replica only)")
+  .option("--lease-name <name>", "leader-election Lease (default modelgate-operator)")
+  .option("--lease-namespace <ns>", "the Lease's namespace (default: $POD_NAMESPACE)")
+  .option("--lease-duration-seconds <s>", "how long a silent leader keeps the Lease (default 15)")
+  .option("--renew-deadline-seconds <s>", "a leader that cannot renew this long stops (default 10)")
+  .option("--retry-period-seconds <s>", "how often the Lease is tried or renewed (default 2)")
+  .option("--host <host>", "health and metrics address (default 0.0.0.0)")
+  .option("--port <port>", "/healthz, /readyz and /metrics port (default 8081)")
+  .option("--workers <n>", "models reconciled at once (default 4)")
+  .option("--log-level <level>")
+  .action(async (flags: Record<string, unknown>) => {
+    const { serveOperator } = await import("../operator/main.js");
+    // commander sets leaderElect true unless --no-leader-elect: only an
+    // explicit false is a flag, so MODELGATE_LEADER_ELECT still applies.
+    if (flags.leaderElect === true) delete flags.leaderElect;
+    await serveOperator(flags);
   });
 
 const keys = program.command("keys").description("API keys for the gateway");

@@ -29,6 +29,11 @@ export interface GatewayDeps {
   now: () => number;
   bodyLimit?: number;
   version?: string;
+  /**
+   * Whether the model source has delivered everything once (/readyz);
+   * default ready. Until then every model would look unknown.
+   */
+  ready?: () => boolean;
 }
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -86,7 +91,13 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
   const openapi = buildOpenApiDocument(ROUTES, deps.version ?? API_VERSION);
   app.get("/openapi.json", () => openapi);
   app.get("/healthz", () => ({ ok: true }));
-  app.get("/readyz", () => ({ ok: true, models: deps.registry.list().length }));
+  app.get("/readyz", (_request, reply) => {
+    const models = deps.registry.list().length;
+    if (deps.ready && !deps.ready()) {
+      return reply.code(503).send({ ok: false, reason: "model registry not synced yet", models });
+    }
+    return { ok: true, models };
+  });
   app.get("/metrics", async (_request, reply) =>
     reply
       .header("content-type", deps.metrics.registry.contentType)

@@ -8,7 +8,7 @@ import { readSecretFile, readSigningSecrets, type GatewayConfig } from "./config
 import { createHttpSinkSender, isRetryableSinkError } from "./metering/http-sink.js";
 import { Meter } from "./metering/meter.js";
 import { parseUsageRecord, type UsageRecord } from "./metering/usage-record.js";
-import { createGatewayMetrics } from "./metrics.js";
+import { createGatewayMetrics, observeRegistry } from "./metrics.js";
 import { DurableOutbox } from "./outbox/durable-outbox.js";
 import { outboxMetrics } from "./outbox/outbox-metrics.js";
 import { PaymentProviderClient } from "./pay/provider-client.js";
@@ -112,8 +112,10 @@ export async function createGatewayComponents(
     defaults: { requestsPerMinute: config.rateLimitPerMinute, burst: config.rateLimitBurst },
   });
 
+  const registry = new ModelRegistry();
+  observeRegistry(metrics, registry);
   const deps: GatewayDeps = {
-    registry: new ModelRegistry(),
+    registry,
     upstream,
     keys: apiKeyAuth(keys),
     rateLimit: rateLimit(limiter),

@@ -14,6 +14,16 @@ export const gatewayConfigSchema = z.object({
   host: z.string().default("0.0.0.0"),
   port: z.coerce.number().int().min(0).max(65535).default(8080),
   modelsDir: z.string().min(1).optional(),
+  /** Where models come from; default: `file` when modelsDir is set, else `kubernetes`. */
+  registry: z.enum(["file", "kubernetes"]).optional(),
+  /** Default: KUBECONFIG, then the pod's service account. */
+  kubeconfig: z.string().min(1).optional(),
+  /** Default: every namespace. */
+  watchNamespace: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a namespace name (DNS-1123 label)")
+    .max(63)
+    .optional(),
   keysFile: z.string().min(1).optional(),
   stateDir: z.string().min(1).default(".modelgate/gateway"),
   usageSinkUrl: z.url().optional(),
@@ -35,6 +45,26 @@ export function parseGatewayConfig(
   env: NodeJS.ProcessEnv,
 ): GatewayConfig {
   return parseSettings(gatewayConfigSchema, flags, env);
+}
+
+export type RegistrySource =
+  | { kind: "file"; dir: string }
+  | { kind: "kubernetes"; kubeconfig: string | undefined; namespace: string | undefined };
+
+/**
+ * Which source feeds the model registry. A folder given without a source
+ * means files, so `--models-dir` alone keeps working; with neither, a
+ * gateway is taken to run in a cluster.
+ */
+export function registrySourceOf(config: GatewayConfig): RegistrySource {
+  const kind = config.registry ?? (config.modelsDir ? "file" : "kubernetes");
+  if (kind === "file") {
+    if (!config.modelsDir) {
+      throw new Error("--registry file needs --models-dir (MODELGATE_MODELS_DIR)");
+    }
+    return { kind, dir: config.modelsDir };
+  }
+  return { kind, kubeconfig: config.kubeconfig, namespace: config.watchNamespace };
 }
 
 /**

@@ -1,32 +1,28 @@
 import { createLogger } from "../lib/logger.js";
 import { buildGateway } from "./app.js";
 import { createGatewayComponents } from "./components.js";
-import { parseGatewayConfig } from "./config.js";
-import { FileSource } from "./registry/file-source.js";
+import { parseGatewayConfig, registrySourceOf } from "./config.js";
+import { startRegistrySource } from "./registry/start-source.js";
 
 /** `modelgate gateway`: read the configuration, build, listen, stop cleanly on a signal. */
 export async function serveGateway(flags: Record<string, unknown>): Promise<void> {
   const config = parseGatewayConfig(flags, process.env);
+  const registrySource = registrySourceOf(config);
   const logger = createLogger({ level: config.logLevel, name: "gateway" });
   const components = await createGatewayComponents(config, logger);
   const { deps } = components;
-  let source: FileSource | null = null;
-  if (config.modelsDir) {
-    source = new FileSource({ dir: config.modelsDir, registry: deps.registry, logger });
-    const loaded = await source.start();
-    logger.info(
-      { models: loaded.models.length, problems: loaded.problems.length },
-      "models loaded from files",
-    );
-  } else {
-    logger.warn("no model source (--models-dir): no model is routable");
-  }
-  const app = buildGateway(deps);
+  const source = await startRegistrySource(registrySource, {
+    registry: deps.registry,
+    logger,
+    onRejected: (count) => deps.metrics.registryRejected.set(count),
+  });
+  const app = buildGateway({ ...deps, ready: () => source.ready() });
 
   const shutdown = async (signal: string) => {
     logger.info({ signal }, "shutting down: finishing requests in flight");
-    source?.stop();
+    // The registry stays live while requests drain, so none is sent to a pod that left.
     await app.close();
+    await source.stop();
     await components.close();
     process.exit(0);
   };

@@ -1,4 +1,5 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { ModelRegistry } from "./registry/registry.js";
 
 /** The gateway's Prometheus metrics, on a registry of its own (no global state). */
 export interface GatewayMetrics {
@@ -10,6 +11,8 @@ export interface GatewayMetrics {
   rateLimited: Counter<"route">;
   /** Payment route: the agent is the caller identity (spec 2.1, pay-agent-id). */
   payTokens: Counter<"agent" | "model" | "direction">;
+  /** InferenceModels the cluster source skips because they fail the schema. */
+  registryRejected: Gauge;
 }
 
 export function createGatewayMetrics(): GatewayMetrics {
@@ -56,5 +59,37 @@ export function createGatewayMetrics(): GatewayMetrics {
       labelNames: ["route"],
       registers,
     }),
+    registryRejected: new Gauge({
+      name: "modelgate_gateway_registry_rejected_models",
+      help: "InferenceModels skipped because they fail the schema (logged by namespace/name and field)",
+      registers,
+    }),
   };
+}
+
+/**
+ * Gauges of what the registry can route, read from it at scrape time so
+ * they are never stale and cost nothing between scrapes.
+ */
+export function observeRegistry(metrics: GatewayMetrics, models: ModelRegistry): void {
+  const registers = [metrics.registry];
+  new Gauge({
+    name: "modelgate_gateway_routable_models",
+    help: "Models with at least one ready endpoint",
+    registers,
+    collect() {
+      this.set(models.list().filter((m) => m.endpoints.length > 0).length);
+    },
+  });
+  new Gauge({
+    name: "modelgate_gateway_model_ready_endpoints",
+    help: "Ready runtime endpoints of each model the registry knows",
+    labelNames: ["model"],
+    registers,
+    collect() {
+      // Reset first: a removed model's series must disappear, not stay at its last value.
+      this.reset();
+      for (const m of models.list()) this.set({ model: m.id }, m.endpoints.length);
+    },
+  });
 }

@@ -54,6 +54,11 @@ export class ModelRegistry {
     return this.byId.get(id);
   }
 
+  /** The entry of one object, by namespace/name, even when another object won its id. */
+  get(key: string): RoutableModel | undefined {
+    return this.byKey.get(key);
+  }
+
   list(): RoutableModel[] {
     return [...this.byId.values()];
   }
