@@ -30,6 +30,7 @@ export const POD_RELEVANT: { readonly [K in keyof Required<InferenceModelSpec>]:
   overflow: true,
   resources: true,
   runtime: true,
+  scheduling: true, // where the pods run; the template carries it too
   replicas: false, // the Deployment's replicas, or the HPA's
   autoscaling: false, // the HPA
   timeoutSeconds: false, // the gateway's wait

@@ -51,14 +51,36 @@ export async function testCluster(): Promise<TestCluster> {
   ).trim();
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfigPath);
-  await applyCrd(kc);
+  applyCrd(kubeconfigPath, binDir);
+  await waitEstablished(kc);
   cached = { kubeconfigPath, kc, binDir };
   return cached;
 }
 
-async function applyCrd(kc: KubeConfig): Promise<void> {
+/**
+ * kubectl, not the client library: the library serializes through its typed
+ * models, which know JSON-schema keywords such as `enum` and `default` only
+ * under other names and drop them, leaving a CRD without its validation.
+ */
+function applyCrd(kubeconfigPath: string, binDir: string): void {
+  execFileSync(
+    join(binDir, "kubectl"),
+    [
+      "--kubeconfig",
+      kubeconfigPath,
+      "apply",
+      "--server-side",
+      "--force-conflicts",
+      `--field-manager=${TEST_FIELD_MANAGER}`,
+      "-f",
+      CRD_FILE,
+    ],
+    { stdio: ["ignore", "ignore", "inherit"] },
+  );
+}
+
+async function waitEstablished(kc: KubeConfig): Promise<void> {
   const crd = parse(readFileSync(CRD_FILE, "utf8")) as KubernetesObject;
-  await serverSideApply(kc, crd);
   const api = kc.makeApiClient(ApiextensionsV1Api);
   await eventually(async () => {
     const got = await api.readCustomResourceDefinition({ name: crd.metadata!.name! });
@@ -119,4 +141,41 @@ export async function eventually<T>(
       await new Promise((r) => setTimeout(r, intervalMs));
     }
   }
+}
+
+/**
+ * At least `count` kwok-managed fake nodes (named `kwok-fake-N`), created
+ * through the API rather than `kwokctl scale`, which sets an exact count and
+ * would take away nodes another test file is using.
+ */
+export async function ensureFakeNodes(kc: KubeConfig, count: number): Promise<string[]> {
+  const core = kc.makeApiClient(CoreV1Api);
+  const names = Array.from({ length: count }, (_, i) => `kwok-fake-${i}`);
+  for (const name of names) {
+    await core
+      .createNode({
+        body: {
+          metadata: {
+            name,
+            annotations: { "kwok.x-k8s.io/node": "fake" },
+            labels: { type: "kwok", "kubernetes.io/hostname": name },
+          },
+          status: {
+            allocatable: { cpu: "32", memory: "256Gi", pods: "1000" },
+            capacity: { cpu: "32", memory: "256Gi", pods: "1000" },
+          },
+        },
+      })
+      .catch((err: { code?: number }) => {
+        if (err.code !== 409) throw err;
+      });
+  }
+  await eventually(async () => {
+    for (const name of names) {
+      const node = await core.readNode({ name });
+      const ready = node.status?.conditions?.find((c) => c.type === "Ready");
+      if (ready?.status !== "True") throw new Error(`node ${name} not Ready yet`);
+    }
+  }, 30_000);
+  return names;
 }

@@ -1,0 +1,158 @@
+import type { KubernetesObject, V1EndpointSlice } from "@kubernetes/client-node";
+import { inferenceModelSchema, type InferenceModel } from "../../crds/inference-model.js";
+import type { Logger } from "../../lib/logger.js";
+import type { BuildContext } from "../children/deployment.js";
+import { LABEL_MODEL } from "../children/labels.js";
+import { childNames } from "../children/names.js";
+import { canonicalJson } from "../children/spec-hash.js";
+import {
+  computeStatus,
+  observeDeployment,
+  validateSpecSemantics,
+  type Observed,
+} from "../status.js";
+import type { Caches } from "./caches.js";
+import { containsDesired } from "./contains.js";
+import { desiredChildren, type ChildKind } from "./desired.js";
+import { eventsForTransition } from "./events.js";
+import type { Writer } from "./cluster-writer.js";
+
+/**
+ * One pass of the level-triggered loop for one model: read the model and its
+ * children from the caches, apply what differs from the desired objects,
+ * delete what must not exist, then write the status the observed children
+ * imply. It never looks at the event that caused it, so running it twice,
+ * or after a missed event, converges to the same cluster.
+ */
+export interface ReconcilerDeps {
+  caches: Caches;
+  writer: Writer;
+  build: BuildContext;
+  logger: Logger;
+  now?: () => string;
+}
+
+export interface ReconcileResult {
+  /** Children created, changed or deleted in this pass. */
+  changed: number;
+  statusWritten: boolean;
+}
+
+export function createReconciler(deps: ReconcilerDeps) {
+  const now = deps.now ?? (() => new Date().toISOString());
+
+  return async function reconcile(key: string): Promise<ReconcileResult> {
+    const slash = key.indexOf("/");
+    const namespace = key.slice(0, slash);
+    const name = key.slice(slash + 1);
+    const raw = deps.caches.models.get(name, namespace);
+    // Gone or going: the garbage collector removes the children through
+    // their owner references; there is nothing to write.
+    if (!raw || raw.metadata?.deletionTimestamp) return { changed: 0, statusWritten: false };
+
+    const parsed = inferenceModelSchema.safeParse(raw);
+    if (!parsed.success) {
+      // The CRD's schema rejects such objects; one stored under an older
+      // CRD version is reported and left alone rather than crash-looping.
+      const issue = parsed.error.issues[0]!;
+      deps.logger.error(
+        { model: key, field: issue.path.join("."), reason: issue.message },
+        "InferenceModel does not match the schema; skipped",
+      );
+      return { changed: 0, statusWritten: false };
+    }
+    const model = parsed.data;
+
+    let changed = 0;
+    if (validateSpecSemantics(model) === null) {
+      const desired = desiredChildren(model, deps.build);
+      for (const obj of desired.apply) {
+        const current = deps.caches.children[obj.kind as ChildKind].get(
+          obj.metadata!.name!,
+          namespace,
+        );
+        if (current && containsDesired(current, obj)) continue;
+        await deps.writer.apply(obj);
+        changed++;
+        const what = `${obj.kind} ${obj.metadata!.name}`;
+        await emit(model, {
+          type: "Normal",
+          reason: current ? "Updated" : "Created",
+          action: current ? "Update" : "Create",
+          note: current ? `updated ${what}` : `created ${what}`,
+        });
+      }
+      for (const ref of desired.absent) {
+        const current = deps.caches.children[ref.kind].get(ref.name, namespace);
+        if (!current || !ownedBy(current, model)) continue;
+        await deps.writer.remove(ref);
+        changed++;
+        await emit(model, {
+          type: "Normal",
+          reason: "Deleted",
+          action: "Delete",
+          note: `deleted ${ref.kind} ${ref.name}, no longer asked for`,
+        });
+      }
+    }
+
+    const status = computeStatus(model, observe(model, deps.caches), now());
+    const before = model.status;
+    if (before !== undefined && canonicalJson(before) === canonicalJson(status)) {
+      return { changed, statusWritten: false };
+    }
+    await deps.writer.writeStatus(model, status);
+    for (const event of eventsForTransition(before, status)) await emit(model, event);
+    return { changed, statusWritten: true };
+  };
+
+  async function emit(model: InferenceModel, event: Parameters<Writer["event"]>[1]): Promise<void> {
+    // An event is for people reading `kubectl describe`; failing to record
+    // one must not fail (and retry) the reconcile that caused it.
+    try {
+      await deps.writer.event(model, event);
+    } catch (err) {
+      deps.logger.warn(
+        { model: model.metadata.name, reason: event.reason, err: String(err) },
+        "cannot record event",
+      );
+    }
+  }
+}
+
+/** What the status is computed from: the Deployment, ready endpoints and pods. */
+export function observe(model: InferenceModel, caches: Caches): Observed {
+  const namespace = model.metadata.namespace ?? "default";
+  const names = childNames(model.metadata.name);
+  const observed: Observed = {};
+  const deployment = caches.children.Deployment.get(names.deployment, namespace);
+  if (deployment && ownedBy(deployment, model)) observed.deployment = observeDeployment(deployment);
+  const slices = caches.slices
+    .list(namespace)
+    .filter((s) => s.metadata?.labels?.["kubernetes.io/service-name"] === names.service);
+  if (slices.length > 0) observed.endpointsReady = readyAddresses(slices);
+  observed.pods = caches.pods
+    .list(namespace)
+    .filter((p) => p.metadata?.labels?.[LABEL_MODEL] === model.metadata.name);
+  return observed;
+}
+
+function readyAddresses(slices: readonly V1EndpointSlice[]): number {
+  const ready = new Set<string>();
+  for (const slice of slices) {
+    for (const endpoint of slice.endpoints ?? []) {
+      if (endpoint.conditions?.ready === false || endpoint.conditions?.terminating === true)
+        continue;
+      for (const address of endpoint.addresses) ready.add(address);
+    }
+  }
+  return ready.size;
+}
+
+/** Children are touched only when this model controls them (never an object of the same name made by someone else). */
+function ownedBy(child: KubernetesObject, model: InferenceModel): boolean {
+  const uid = model.metadata["uid"];
+  return (child.metadata?.ownerReferences ?? []).some(
+    (o) => o.controller === true && o.uid === uid,
+  );
+}
