@@ -31,15 +31,19 @@ const tsconfigBuild = JSON.parse(readFileSync(join(REPO_ROOT, "tsconfig.build.js
  */
 let distDir: string;
 beforeAll(() => {
-  const entry = join(REPO_ROOT, "dist", "cli", "modelgate.js");
   const newestSource = Math.max(
     ...tsconfigBuild.include.flatMap((dir) => sourceTimes(join(REPO_ROOT, dir))),
   );
-  if (existsSync(entry) && statSync(entry).mtimeMs >= newestSource) {
-    distDir = join(REPO_ROOT, "dist");
+  const candidates = [join(REPO_ROOT, "dist"), join(REPO_ROOT, ".tmp", "image-test", "dist")];
+  const fresh = candidates.find((dir) => {
+    const entry = join(dir, "cli", "modelgate.js");
+    return existsSync(entry) && statSync(entry).mtimeMs >= newestSource;
+  });
+  if (fresh) {
+    distDir = fresh;
     return;
   }
-  distDir = join(REPO_ROOT, ".tmp", "image-test", "dist");
+  distDir = candidates[1]!;
   mkdirSync(distDir, { recursive: true });
   execFileSync(
     join(REPO_ROOT, "node_modules", ".bin", "tsc"),
