@@ -1,3 +1,4 @@
+import { rawList } from "./raw-list.js";
 import {
   makeInformer,
   type KubeConfig,
@@ -17,8 +18,16 @@ export interface WatchedCacheOptions<T extends KubernetesObject> {
   kc: KubeConfig;
   /** Watch path, e.g. /apis/apps/v1/deployments or /api/v1/namespaces/ns/pods. */
   path: string;
-  list: () => Promise<KubernetesListObject<T>>;
+  /** The initial list; default: a plain-JSON list of `path` with the selectors. */
+  list?: () => Promise<KubernetesListObject<T>>;
   labelSelector?: string;
+  fieldSelector?: string;
+  /**
+   * Shrinks each object as it enters the cache (in place). Default: drops
+   * metadata.managedFields and kubectl's last-applied annotation, which
+   * nothing here reads and which are often the larger part of an object.
+   */
+  trim?: (obj: T) => void;
   /** Called for every add, update and delete, with the object as last seen. */
   onChange: (obj: T, verb: "add" | "update" | "delete") => void;
   /** Called when the watch breaks; the cache restarts itself afterwards. */
@@ -39,7 +48,26 @@ export function startWatchedCache<T extends KubernetesObject>(
 ): WatchedCache<T> {
   const minBackoff = options.minBackoffMs ?? 200;
   const maxBackoff = options.maxBackoffMs ?? 30_000;
-  const informer = makeInformer<T>(options.kc, options.path, options.list, options.labelSelector);
+  const trim = options.trim ?? trimBookkeeping;
+  const list =
+    options.list ??
+    (() =>
+      rawList<T>(options.kc, options.path, {
+        labelSelector: options.labelSelector,
+        fieldSelector: options.fieldSelector,
+      }));
+  const trimmedList = async () => {
+    const result = await list();
+    result.items.forEach(trim);
+    return result;
+  };
+  // The library's informer takes one selector argument; a field selector
+  // rides in the watch path's query instead.
+  const watchPath =
+    options.fieldSelector === undefined
+      ? options.path
+      : `${options.path}?fieldSelector=${encodeURIComponent(options.fieldSelector)}`;
+  const informer = makeInformer<T>(options.kc, watchPath, trimmedList, options.labelSelector);
   let stopped = false;
   let backoff = minBackoff;
   let retryTimer: NodeJS.Timeout | undefined;
@@ -47,8 +75,16 @@ export function startWatchedCache<T extends KubernetesObject>(
   let markSynced: () => void = () => undefined;
   const synced = new Promise<void>((resolve) => (markSynced = resolve));
 
-  informer.on("add", (obj) => options.onChange(obj, "add"));
-  informer.on("update", (obj) => options.onChange(obj, "update"));
+  // The informer hands callbacks the very object it stored, so trimming
+  // here shrinks the cached copy too.
+  informer.on("add", (obj) => {
+    trim(obj);
+    options.onChange(obj, "add");
+  });
+  informer.on("update", (obj) => {
+    trim(obj);
+    options.onChange(obj, "update");
+  });
   informer.on("delete", (obj) => options.onChange(obj, "delete"));
   informer.on("error", (err: unknown) => fail(err));
 
@@ -93,4 +129,13 @@ export function startWatchedCache<T extends KubernetesObject>(
       await informer.stop();
     },
   };
+}
+
+const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
+
+export function trimBookkeeping(obj: KubernetesObject): void {
+  const metadata = obj.metadata;
+  if (!metadata) return;
+  delete metadata.managedFields;
+  if (metadata.annotations?.[LAST_APPLIED] !== undefined) delete metadata.annotations[LAST_APPLIED];
 }

@@ -1,5 +1,4 @@
 import {
-  KubernetesObjectApi,
   type KubeConfig,
   type KubernetesObject,
   type V1EndpointSlice,
@@ -40,7 +39,6 @@ const OWNED = `${LABEL_MANAGED_BY}=${MANAGED_BY}`;
 
 export function startCaches(options: CachesOptions): Caches {
   const { kc, namespace, logger, onModelEvent } = options;
-  const objects = KubernetesObjectApi.makeApiClient(kc);
 
   function watch<T extends KubernetesObject>(
     apiVersion: string,
@@ -57,17 +55,6 @@ export function startCaches(options: CachesOptions): Caches {
       kc,
       path,
       ...(labelSelector === undefined ? {} : { labelSelector }),
-      list: () =>
-        objects.list<T>(
-          apiVersion,
-          kind,
-          namespace,
-          undefined,
-          undefined,
-          undefined,
-          undefined,
-          labelSelector,
-        ),
       onChange: (obj) => {
         const key = modelKeyOf(obj, kind);
         if (key !== undefined) onModelEvent(key);

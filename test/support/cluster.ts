@@ -3,15 +3,16 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { KubeConfig } from "@kubernetes/client-node";
 import {
   ApiextensionsV1Api,
   CoreV1Api,
-  KubeConfig,
   KubernetesObjectApi,
   PatchStrategy,
   type KubernetesObject,
 } from "@kubernetes/client-node";
 import { parse } from "yaml";
+import { loadKubeConfig } from "../../lib/kube/kube-config.js";
 
 /**
  * The test cluster of test/cluster/ for tests that need a real API server.
@@ -49,8 +50,7 @@ export async function testCluster(): Promise<TestCluster> {
     ["-c", `source "${join(CLUSTER_DIR, "versions.sh")}" && echo "$BIN_DIR"`],
     { encoding: "utf8" },
   ).trim();
-  const kc = new KubeConfig();
-  kc.loadFromFile(kubeconfigPath);
+  const kc = loadKubeConfig(kubeconfigPath);
   applyCrd(kubeconfigPath, binDir);
   await waitEstablished(kc);
   cached = { kubeconfigPath, kc, binDir };

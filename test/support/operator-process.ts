@@ -28,6 +28,9 @@ export interface OperatorProcessOptions {
   /** Extra flags, e.g. shorter lease timings. */
   args?: string[];
   image?: string;
+  /** "tsx" runs the sources (no build needed); "dist" runs the built output, as the image does. */
+  entry?: "tsx" | "dist";
+  logLevel?: string;
 }
 
 export async function freePort(): Promise<number> {
@@ -45,12 +48,14 @@ export async function startOperatorProcess(
   options: OperatorProcessOptions,
 ): Promise<OperatorProcess> {
   const port = await freePort();
+  const program =
+    options.entry === "dist"
+      ? [join(REPO_ROOT, "dist", "cli", "modelgate.js")]
+      : ["--import", "tsx", join(REPO_ROOT, "cli", "modelgate.ts")];
   const child = spawn(
     process.execPath,
     [
-      "--import",
-      "tsx",
-      join(REPO_ROOT, "cli", "modelgate.ts"),
+      ...program,
       "operator",
       `--kubeconfig=${options.kubeconfigPath}`,
       `--watch-namespace=${options.namespace}`,
@@ -58,7 +63,7 @@ export async function startOperatorProcess(
       `--runtime-image=${options.image ?? "modelgate:test"}`,
       "--host=127.0.0.1",
       `--port=${port}`,
-      "--log-level=debug",
+      `--log-level=${options.logLevel ?? "debug"}`,
       ...(options.args ?? []),
     ],
     {

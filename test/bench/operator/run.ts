@@ -1,0 +1,206 @@
+// `npm run bench:operator [-- --quick]`: the operator against the test
+// cluster's kwok nodes. Applies many InferenceModels at once and reports the
+// time until all are Ready, the operator's peak memory, and the time from a
+// spec change to the changed Deployment. Needs `npm run build` (the operator
+// runs from dist/, as in the image) and starts or reuses the test cluster.
+import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import {
+  AppsV1Api,
+  KubernetesObjectApi,
+  type KubernetesObject,
+  type V1Deployment,
+} from "@kubernetes/client-node";
+import { API_VERSION, KIND, PLURAL } from "../../../crds/inference-model.js";
+import { startWatchedCache } from "../../../lib/kube/watched-cache.js";
+import {
+  createTestNamespace,
+  ensureFakeNodes,
+  REPO_ROOT,
+  serverSideApply,
+  testCluster,
+} from "../../support/cluster.js";
+import { startOperatorProcess } from "../../support/operator-process.js";
+import { startRun } from "../support/run-clock.js";
+
+const quick = process.argv.includes("--quick");
+const MODELS = quick ? 100 : 500;
+const CHANGES = quick ? 30 : 200;
+const APPLY_CONCURRENCY = 32;
+const TARGET_READY_S = 30;
+const TARGET_P99_MS = 1000;
+const TARGET_MEMORY_MB = 200;
+
+type Model = KubernetesObject & { status?: { conditions?: { type: string; status: string }[] } };
+
+const { log, elapsedSeconds } = startRun(quick ? 5 * 60_000 : 15 * 60_000);
+
+async function main(): Promise<void> {
+  const entry = join(REPO_ROOT, "dist", "cli", "modelgate.js");
+  if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`npm run build\` first`);
+  log(
+    `modelgate operator benchmark (${quick ? "quick" : "full"}): ${MODELS} models, ${CHANGES} spec changes, node ${process.version}`,
+  );
+  const { kc, kubeconfigPath } = await testCluster();
+  await ensureFakeNodes(kc, 10);
+  const { namespace, remove } = await createTestNamespace(kc, "bench-operator");
+  log(`cluster ready; namespace ${namespace}; 10 kwok nodes`);
+
+  const operator = await startOperatorProcess({
+    kubeconfigPath,
+    namespace,
+    identity: "bench",
+    entry: "dist",
+    logLevel: "info",
+  });
+  const pid = operator.child.pid!;
+  log(
+    `operator started from dist/ (pid ${pid}), idle RSS ${(await memory(pid)).rss.toFixed(0)} MiB`,
+  );
+
+  // Watch from the benchmark's side: when each model turned Ready, and each
+  // Deployment's pod template as it changes.
+  const readyAt = new Map<string, number>();
+  const models = startWatchedCache<Model>({
+    kc,
+    path: `/apis/${API_VERSION}/namespaces/${namespace}/${PLURAL}`,
+    list: () => KubernetesObjectApi.makeApiClient(kc).list<Model>(API_VERSION, KIND, namespace),
+    onChange: (m) => {
+      const ready = m.status?.conditions?.find((c) => c.type === "Ready")?.status === "True";
+      const name = m.metadata!.name!;
+      if (ready && !readyAt.has(name)) readyAt.set(name, performance.now());
+    },
+  });
+  const templateSeen = new Map<string, { maxTokens: string | undefined; at: number }>();
+  const apps = kc.makeApiClient(AppsV1Api);
+  const deployments = startWatchedCache<V1Deployment>({
+    kc,
+    path: `/apis/apps/v1/namespaces/${namespace}/deployments`,
+    list: () => apps.listNamespacedDeployment({ namespace }),
+    onChange: (d) => {
+      const args = d.spec?.template.spec?.containers[0]?.args ?? [];
+      const maxTokens = args.find((a) => a.startsWith("--max-tokens="));
+      templateSeen.set(d.metadata!.name!, { maxTokens, at: performance.now() });
+    },
+  });
+  await Promise.all([models.synced, deployments.synced]);
+
+  const names = Array.from({ length: MODELS }, (_, i) => `bench-${String(i).padStart(4, "0")}`);
+  const spec = (maxTokens: number) => ({
+    task: "zero-shot-classification",
+    source: { uri: "hf://org/bench-model@main" },
+    maxTokens,
+  });
+  const object = (name: string, maxTokens: number) => ({
+    apiVersion: API_VERSION,
+    kind: KIND,
+    metadata: { name, namespace },
+    spec: spec(maxTokens),
+  });
+
+  // Phase 1: everything at once.
+  const t0 = performance.now();
+  await pool(names, APPLY_CONCURRENCY, (name) => serverSideApply(kc, object(name, 1024)));
+  const appliedS = (performance.now() - t0) / 1000;
+  log(`applied ${MODELS} InferenceModels in ${appliedS.toFixed(2)} s`);
+  let peakDuringApply = 0;
+  while (readyAt.size < MODELS) {
+    peakDuringApply = Math.max(peakDuringApply, (await memory(pid)).rss);
+    if ((performance.now() - t0) / 1000 > 180)
+      throw new Error(`only ${readyAt.size} of ${MODELS} Ready after 180 s`);
+    await sleep(100);
+    if (Math.round(elapsedSeconds() * 10) % 50 === 0) log(`  ${readyAt.size}/${MODELS} Ready`);
+  }
+  const allReadyS = (Math.max(...readyAt.values()) - t0) / 1000;
+  const readyTimes = [...readyAt.values()].map((t) => (t - t0) / 1000).sort((a, b) => a - b);
+  log(
+    `all ${MODELS} Ready ${allReadyS.toFixed(2)} s after the first apply (median model ${percentile(readyTimes, 50).toFixed(2)} s)`,
+  );
+
+  // Phase 2: spec changes one at a time, each timed until the Deployment
+  // the benchmark watches carries the new template.
+  const latencies: number[] = [];
+  for (let i = 0; i < CHANGES; i++) {
+    const name = names[i % names.length]!;
+    const maxTokens = 2048 + i;
+    const want = `--max-tokens=${maxTokens}`;
+    const start = performance.now();
+    await serverSideApply(kc, object(name, maxTokens));
+    for (;;) {
+      const seen = templateSeen.get(`${name}-runtime`);
+      if (seen?.maxTokens === want) {
+        latencies.push(seen.at - start);
+        break;
+      }
+      if (performance.now() - start > 30_000)
+        throw new Error(`${name}: no changed Deployment after 30 s`);
+      await sleep(2);
+    }
+  }
+  latencies.sort((a, b) => a - b);
+  const p50 = percentile(latencies, 50);
+  const p99 = percentile(latencies, 99);
+  log(
+    `spec change → changed Deployment over ${CHANGES} changes: p50 ${p50.toFixed(0)} ms, p99 ${p99.toFixed(0)} ms, max ${latencies.at(-1)!.toFixed(0)} ms`,
+  );
+
+  const mem = await memory(pid);
+  const peak = Math.max(mem.peak, peakDuringApply);
+  log(`operator memory: RSS now ${mem.rss.toFixed(0)} MiB, peak (VmHWM) ${peak.toFixed(0)} MiB`);
+
+  await models.stop();
+  await deployments.stop();
+  await operator.stop();
+  await remove();
+
+  const verdict = (ok: boolean) => (ok ? "PASS" : "MISS");
+  log("== summary");
+  log(
+    `all ${MODELS} Ready: ${allReadyS.toFixed(2)} s (target < ${TARGET_READY_S} s) ${verdict(allReadyS < TARGET_READY_S)}`,
+  );
+  log(
+    `spec change p50 ${p50.toFixed(0)} ms, p99 ${p99.toFixed(0)} ms (target p99 < ${TARGET_P99_MS} ms) ${verdict(p99 < TARGET_P99_MS)}`,
+  );
+  log(
+    `operator peak memory ${peak.toFixed(0)} MiB (target < ${TARGET_MEMORY_MB} MB) ${verdict(peak < TARGET_MEMORY_MB)}`,
+  );
+}
+
+async function memory(pid: number): Promise<{ rss: number; peak: number }> {
+  const text = await readFile(`/proc/${pid}/status`, "utf8");
+  const kb = (key: string) =>
+    Number(new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(text)?.[1] ?? NaN);
+  return { rss: kb("VmRSS") / 1024, peak: kb("VmHWM") / 1024 };
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  const index = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1);
+  return sorted[Math.max(0, index)]!;
+}
+
+async function pool<T>(
+  items: readonly T[],
+  size: number,
+  work: (item: T) => Promise<unknown>,
+): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: size }, async () => {
+      while (next < items.length) await work(items[next++]!);
+    }),
+  );
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    log(`benchmark failed: ${err instanceof Error ? err.stack : String(err)}`);
+    process.exit(1);
+  },
+);
