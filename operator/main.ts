@@ -11,6 +11,7 @@ import {
 import { startCaches } from "./controller/caches.js";
 import { clusterWriter, type Writer } from "./controller/cluster-writer.js";
 import { Controller } from "./controller/controller.js";
+import { eventSink } from "./controller/event-sink.js";
 import { createReconciler } from "./controller/reconciler.js";
 import { startHealthServer } from "./health-server.js";
 import { startLeaseElection, type LeaseElection } from "./leader/lease-election.js";
@@ -59,9 +60,11 @@ export async function runOperator(
     logger,
     onModelEvent: (key) => controller.enqueue(key),
   });
+  const events = eventSink(writer, logger);
   const reconcile = createReconciler({
     caches,
     writer,
+    events,
     build: { image: config.runtimeImage, imagePullPolicy: config.runtimeImagePullPolicy },
     logger,
   });
@@ -119,6 +122,7 @@ export async function runOperator(
   function stop(): Promise<void> {
     stopping ??= (async () => {
       await controller.stop();
+      await events.flush();
       await election?.stop();
       metrics.leader.set(0);
       await caches.stop();

@@ -1,6 +1,48 @@
 import type { InferenceModelStatus } from "../../crds/inference-model.js";
 import type { ModelStatus } from "../status.js";
 import type { ModelEvent } from "./cluster-writer.js";
+import type { WritePlan } from "./reconciler.js";
+
+/**
+ * One event per kind of change a reconcile made: "created Service x,
+ * Deployment x-runtime" rather than one per object, so the list stays short
+ * and a burst of new models costs fewer API writes.
+ */
+export function eventsForWrites(plan: WritePlan): ModelEvent[] {
+  const created = plan.apply.filter((w) => !w.current).map((w) => describe(w.obj));
+  const updated = plan.apply.filter((w) => w.current).map((w) => describe(w.obj));
+  const deleted = plan.remove.map((ref) => `${ref.kind} ${ref.name}`);
+  const events: ModelEvent[] = [];
+  if (created.length > 0) {
+    events.push({
+      type: "Normal",
+      reason: "Created",
+      action: "Create",
+      note: `created ${created.join(", ")}`,
+    });
+  }
+  if (updated.length > 0) {
+    events.push({
+      type: "Normal",
+      reason: "Updated",
+      action: "Update",
+      note: `updated ${updated.join(", ")}`,
+    });
+  }
+  if (deleted.length > 0) {
+    events.push({
+      type: "Normal",
+      reason: "Deleted",
+      action: "Delete",
+      note: `deleted ${deleted.join(", ")}, no longer asked for`,
+    });
+  }
+  return events;
+}
+
+function describe(obj: { kind?: string; metadata?: { name?: string } }): string {
+  return `${obj.kind ?? "?"} ${obj.metadata?.name ?? "?"}`;
+}
 
 /**
  * The events a status change is worth, for `kubectl describe im NAME`: the

@@ -13,9 +13,10 @@ import {
 } from "../status.js";
 import type { Caches } from "./caches.js";
 import { containsDesired } from "./contains.js";
-import { desiredChildren, type ChildKind } from "./desired.js";
-import { eventsForTransition } from "./events.js";
-import type { Writer } from "./cluster-writer.js";
+import type { Writer, ModelEvent } from "./cluster-writer.js";
+import { desiredChildren, type ChildKind, type ChildRef, type DesiredChildren } from "./desired.js";
+import type { EventSink } from "./event-sink.js";
+import { eventsForTransition, eventsForWrites } from "./events.js";
 
 /**
  * One pass of the level-triggered loop for one model: read the model and its
@@ -27,6 +28,7 @@ import type { Writer } from "./cluster-writer.js";
 export interface ReconcilerDeps {
   caches: Caches;
   writer: Writer;
+  events: EventSink;
   build: BuildContext;
   logger: Logger;
   now?: () => string;
@@ -65,35 +67,15 @@ export function createReconciler(deps: ReconcilerDeps) {
 
     let changed = 0;
     if (validateSpecSemantics(model) === null) {
-      const desired = desiredChildren(model, deps.build);
-      for (const obj of desired.apply) {
-        const current = deps.caches.children[obj.kind as ChildKind].get(
-          obj.metadata!.name!,
-          namespace,
-        );
-        if (current && containsDesired(current, obj)) continue;
-        await deps.writer.apply(obj);
-        changed++;
-        const what = `${obj.kind} ${obj.metadata!.name}`;
-        await emit(model, {
-          type: "Normal",
-          reason: current ? "Updated" : "Created",
-          action: current ? "Update" : "Create",
-          note: current ? `updated ${what}` : `created ${what}`,
-        });
-      }
-      for (const ref of desired.absent) {
-        const current = deps.caches.children[ref.kind].get(ref.name, namespace);
-        if (!current || !ownedBy(current, model)) continue;
-        await deps.writer.remove(ref);
-        changed++;
-        await emit(model, {
-          type: "Normal",
-          reason: "Deleted",
-          action: "Delete",
-          note: `deleted ${ref.kind} ${ref.name}, no longer asked for`,
-        });
-      }
+      const plan = planWrites(model, desiredChildren(model, deps.build), deps.caches);
+      // The writes are independent objects: send them together, one round
+      // trip for the reconcile instead of one per child.
+      await Promise.all([
+        ...plan.apply.map(({ obj }) => deps.writer.apply(obj)),
+        ...plan.remove.map((ref) => deps.writer.remove(ref)),
+      ]);
+      changed = plan.apply.length + plan.remove.length;
+      for (const event of eventsForWrites(plan)) emit(model, event);
     }
 
     const status = computeStatus(model, observe(model, deps.caches), now());
@@ -102,22 +84,40 @@ export function createReconciler(deps: ReconcilerDeps) {
       return { changed, statusWritten: false };
     }
     await deps.writer.writeStatus(model, status);
-    for (const event of eventsForTransition(before, status)) await emit(model, event);
+    for (const event of eventsForTransition(before, status)) emit(model, event);
     return { changed, statusWritten: true };
   };
 
-  async function emit(model: InferenceModel, event: Parameters<Writer["event"]>[1]): Promise<void> {
-    // An event is for people reading `kubectl describe`; failing to record
-    // one must not fail (and retry) the reconcile that caused it.
-    try {
-      await deps.writer.event(model, event);
-    } catch (err) {
-      deps.logger.warn(
-        { model: model.metadata.name, reason: event.reason, err: String(err) },
-        "cannot record event",
-      );
-    }
+  function emit(model: InferenceModel, event: ModelEvent): void {
+    deps.events.record(model, event);
   }
+}
+
+export interface WritePlan {
+  /** Children to apply, with what the cache holds of each (undefined: it does not exist). */
+  apply: { obj: KubernetesObject; current: KubernetesObject | undefined }[];
+  /** Children this model owns that must go. */
+  remove: ChildRef[];
+}
+
+/** What differs between the desired children and the cached ones. Pure over the cache's contents. */
+export function planWrites(
+  model: InferenceModel,
+  desired: DesiredChildren,
+  caches: Pick<Caches, "children">,
+): WritePlan {
+  const namespace = model.metadata.namespace ?? "default";
+  const apply = desired.apply
+    .map((obj) => ({
+      obj,
+      current: caches.children[obj.kind as ChildKind].get(obj.metadata!.name!, namespace),
+    }))
+    .filter(({ obj, current }) => !current || !containsDesired(current, obj));
+  const remove = desired.absent.filter((ref) => {
+    const current = caches.children[ref.kind].get(ref.name, namespace);
+    return current !== undefined && ownedBy(current, model);
+  });
+  return { apply, remove };
 }
 
 /** What the status is computed from: the Deployment, ready endpoints and pods. */

@@ -73,6 +73,11 @@ async function main(): Promise<void> {
     },
   });
   const templateSeen = new Map<string, { maxTokens: string | undefined; at: number }>();
+  // Where the time to Ready goes: the operator creating the Deployment, the
+  // cluster's controllers and kwok making it available, the operator
+  // noticing and writing Ready.
+  const deploymentCreatedAt = new Map<string, number>();
+  const deploymentAvailableAt = new Map<string, number>();
   const apps = kc.makeApiClient(AppsV1Api);
   const deployments = startWatchedCache<V1Deployment>({
     kc,
@@ -81,7 +86,13 @@ async function main(): Promise<void> {
     onChange: (d) => {
       const args = d.spec?.template.spec?.containers[0]?.args ?? [];
       const maxTokens = args.find((a) => a.startsWith("--max-tokens="));
-      templateSeen.set(d.metadata!.name!, { maxTokens, at: performance.now() });
+      const name = d.metadata!.name!;
+      const now = performance.now();
+      templateSeen.set(name, { maxTokens, at: now });
+      if (!deploymentCreatedAt.has(name)) deploymentCreatedAt.set(name, now);
+      if ((d.status?.availableReplicas ?? 0) > 0 && !deploymentAvailableAt.has(name)) {
+        deploymentAvailableAt.set(name, now);
+      }
     },
   });
   await Promise.all([models.synced, deployments.synced]);
@@ -117,6 +128,15 @@ async function main(): Promise<void> {
   log(
     `all ${MODELS} Ready ${allReadyS.toFixed(2)} s after the first apply (median model ${percentile(readyTimes, 50).toFixed(2)} s)`,
   );
+
+  const phase = (times: Iterable<number>) => {
+    const sorted = [...times].map((t) => (t - t0) / 1000).sort((a, b) => a - b);
+    return `median ${percentile(sorted, 50).toFixed(1)} s, last ${sorted.at(-1)!.toFixed(1)} s`;
+  };
+  log(`  operator CPU so far: ${(await cpuSeconds(pid)).toFixed(1)} s`);
+  log(`  Deployments created: ${phase(deploymentCreatedAt.values())}`);
+  log(`  Deployments available: ${phase(deploymentAvailableAt.values())}`);
+  log(`  models Ready: ${phase(readyAt.values())}`);
 
   // Phase 2: spec changes one at a time, each timed until the Deployment
   // the benchmark watches carries the new template.
@@ -172,6 +192,11 @@ async function memory(pid: number): Promise<{ rss: number; peak: number }> {
   const kb = (key: string) =>
     Number(new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(text)?.[1] ?? NaN);
   return { rss: kb("VmRSS") / 1024, peak: kb("VmHWM") / 1024 };
+}
+
+async function cpuSeconds(pid: number): Promise<number> {
+  const fields = (await readFile(`/proc/${pid}/stat`, "utf8")).split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 function percentile(sorted: readonly number[], p: number): number {
