@@ -38,6 +38,15 @@ async function getJson<T>(
   path: string,
   query: Record<string, string | undefined>,
 ): Promise<T> {
+  return JSON.parse(await getText(kc, path, query)) as T;
+}
+
+/** A GET of any API server path (e.g. /metrics), authenticated from the kubeconfig. */
+export async function getText(
+  kc: KubeConfig,
+  path: string,
+  query: Record<string, string | undefined> = {},
+): Promise<string> {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error("the kubeconfig has no current cluster");
   const url = new URL(cluster.server + path);
@@ -48,7 +57,7 @@ async function getJson<T>(
   const headers: Record<string, string> = { accept: "application/json" };
   (init.headers as Headers | undefined)?.forEach((value, key) => (headers[key] = value));
   const send = url.protocol === "https:" ? httpsRequest : httpRequest;
-  return new Promise<T>((resolve, reject) => {
+  return new Promise<string>((resolve, reject) => {
     const req = send(
       url,
       { method: "GET", headers, agent: init.agent as Agent | undefined },
@@ -65,11 +74,7 @@ async function getJson<T>(
             Object.assign(error, { statusCode: res.statusCode });
             return reject(error);
           }
-          try {
-            resolve(JSON.parse(body) as T);
-          } catch (err) {
-            reject(err instanceof Error ? err : new Error(String(err)));
-          }
+          resolve(body);
         });
       },
     );

@@ -9,10 +9,12 @@ import { join } from "node:path";
 import {
   AppsV1Api,
   KubernetesObjectApi,
+  type KubeConfig,
   type KubernetesObject,
   type V1Deployment,
 } from "@kubernetes/client-node";
 import { API_VERSION, KIND, PLURAL } from "../../../crds/inference-model.js";
+import { getText } from "../../../lib/kube/raw-list.js";
 import { startWatchedCache } from "../../../lib/kube/watched-cache.js";
 import {
   createTestNamespace,
@@ -111,6 +113,7 @@ async function main(): Promise<void> {
   });
 
   // Phase 1: everything at once.
+  const apiBefore = await apiWrites(kc);
   const t0 = performance.now();
   await pool(names, APPLY_CONCURRENCY, (name) => serverSideApply(kc, object(name, 1024)));
   const appliedS = (performance.now() - t0) / 1000;
@@ -134,6 +137,13 @@ async function main(): Promise<void> {
     return `median ${percentile(sorted, 50).toFixed(1)} s, last ${sorted.at(-1)!.toFixed(1)} s`;
   };
   log(`  operator CPU so far: ${(await cpuSeconds(pid)).toFixed(1)} s`);
+  // Who loads the API server: every write it served meanwhile, and the
+  // operator's own (applies, deletes, status writes; events come on top).
+  const apiAfter = await apiWrites(kc);
+  const operatorWrites = await operatorWriteCount(operator.port);
+  log(
+    `  API server writes meanwhile: ${apiAfter - apiBefore}, of which the operator's applies and status writes ${operatorWrites} (${((100 * operatorWrites) / (apiAfter - apiBefore)).toFixed(0)}%)`,
+  );
   log(`  Deployments created: ${phase(deploymentCreatedAt.values())}`);
   log(`  Deployments available: ${phase(deploymentAvailableAt.values())}`);
   log(`  models Ready: ${phase(readyAt.values())}`);
@@ -192,6 +202,26 @@ async function memory(pid: number): Promise<{ rss: number; peak: number }> {
   const kb = (key: string) =>
     Number(new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(text)?.[1] ?? NaN);
   return { rss: kb("VmRSS") / 1024, peak: kb("VmHWM") / 1024 };
+}
+
+/** Mutating requests the API server has served (its own apiserver_request_total). */
+async function apiWrites(kc: KubeConfig): Promise<number> {
+  const text = await getText(kc, "/metrics");
+  let total = 0;
+  for (const line of text.split("\n")) {
+    if (!line.startsWith("apiserver_request_total{")) continue;
+    if (!/verb="(POST|PUT|PATCH|APPLY|DELETE)"/.test(line)) continue;
+    total += Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+  return total;
+}
+
+async function operatorWriteCount(port: number): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  return text
+    .split("\n")
+    .filter((l) => l.startsWith("modelgate_operator_writes_total{"))
+    .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
 }
 
 async function cpuSeconds(pid: number): Promise<number> {
