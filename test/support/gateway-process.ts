@@ -1,10 +1,9 @@
-import { spawn } from "node:child_process";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { generateApiKey } from "../../gateway/auth/key-format.js";
-import { REPO_ROOT } from "./cluster.js";
 import { freePort } from "./operator-process.js";
+import { startServiceProcess } from "./service-process.js";
 
 /**
  * `modelgate gateway` as a real child process on loopback, routing from the
@@ -30,12 +29,9 @@ export async function startGatewayProcess(options: {
     `accounts:\n  - id: acme\n    projects: [web]\nkeys:\n  - id: ${key.id}\n    hash: ${key.hash}\n    account: acme\n`,
   );
   const port = await freePort();
-  const child = spawn(
-    process.execPath,
-    [
-      "--import",
-      "tsx",
-      join(REPO_ROOT, "cli", "modelgate.ts"),
+  const url = `http://127.0.0.1:${port}`;
+  const service = await startServiceProcess({
+    args: [
       "gateway",
       "--registry=kubernetes",
       `--kubeconfig=${options.kubeconfigPath}`,
@@ -48,34 +44,14 @@ export async function startGatewayProcess(options: {
       "--rate-limit-burst=10000",
       ...(options.args ?? []),
     ],
-    { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] },
-  );
-  const logs: string[] = [];
-  const keep = (chunk: Buffer) => logs.push(...chunk.toString("utf8").split("\n").filter(Boolean));
-  child.stdout.on("data", keep);
-  child.stderr.on("data", keep);
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const ready = await fetch(`${url}/readyz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ready) break;
-    if (child.exitCode !== null || Date.now() > deadline) {
-      child.kill("SIGKILL");
-      throw new Error(`gateway did not become ready:\n${logs.slice(-30).join("\n")}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
+    readyUrl: `${url}/readyz`,
+  });
   return {
     url,
     apiKey: key.key,
-    logs,
-    async stop() {
-      if (child.exitCode === null) child.kill("SIGTERM");
-      await exited;
+    logs: service.logs,
+    stop: async () => {
+      await service.stop();
     },
   };
 }

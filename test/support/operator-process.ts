@@ -1,24 +1,14 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
-import { join } from "node:path";
-import { REPO_ROOT } from "./cluster.js";
+import { startServiceProcess, type ServiceProcess } from "./service-process.js";
 
 /**
- * `modelgate operator` as a real child process (through tsx, so no build is
- * needed), watching one test namespace so tests sharing the cluster never
- * see each other's models. Its log lines are kept for assertions and shown
- * when a test fails to start it.
+ * `modelgate operator` as a real child process, watching one test namespace
+ * (its Lease lives there too) so tests sharing the cluster never see each
+ * other's models.
  */
-export interface OperatorProcess {
+export interface OperatorProcess extends ServiceProcess {
   port: number;
   identity: string;
-  child: ChildProcess;
-  logs: string[];
-  /** SIGTERM and wait for the exit code. */
-  stop(): Promise<number | null>;
-  /** SIGKILL: a crash, nothing released. */
-  kill(): Promise<void>;
-  exited: Promise<number | null>;
 }
 
 export interface OperatorProcessOptions {
@@ -48,14 +38,8 @@ export async function startOperatorProcess(
   options: OperatorProcessOptions,
 ): Promise<OperatorProcess> {
   const port = await freePort();
-  const program =
-    options.entry === "dist"
-      ? [join(REPO_ROOT, "dist", "cli", "modelgate.js")]
-      : ["--import", "tsx", join(REPO_ROOT, "cli", "modelgate.ts")];
-  const child = spawn(
-    process.execPath,
-    [
-      ...program,
+  const service = await startServiceProcess({
+    args: [
       "operator",
       `--kubeconfig=${options.kubeconfigPath}`,
       `--watch-namespace=${options.namespace}`,
@@ -66,46 +50,9 @@ export async function startOperatorProcess(
       `--log-level=${options.logLevel ?? "debug"}`,
       ...(options.args ?? []),
     ],
-    {
-      cwd: REPO_ROOT,
-      env: { ...process.env, POD_NAME: options.identity, MODELGATE_IDENTITY: options.identity },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-  const logs: string[] = [];
-  const keep = (chunk: Buffer) => logs.push(...chunk.toString("utf8").split("\n").filter(Boolean));
-  child.stdout.on("data", keep);
-  child.stderr.on("data", keep);
-  const exited = new Promise<number | null>((resolve) =>
-    child.once("exit", (code) => resolve(code)),
-  );
-
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) break;
-    if (child.exitCode !== null || Date.now() > deadline) {
-      child.kill("SIGKILL");
-      throw new Error(`operator did not become ready:\n${logs.slice(-30).join("\n")}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return {
-    port,
-    identity: options.identity,
-    child,
-    logs,
-    exited,
-    async stop() {
-      if (child.exitCode === null) child.kill("SIGTERM");
-      return exited;
-    },
-    async kill() {
-      if (child.exitCode === null) child.kill("SIGKILL");
-      await exited;
-    },
-  };
+    readyUrl: `http://127.0.0.1:${port}/readyz`,
+    env: { POD_NAME: options.identity, MODELGATE_IDENTITY: options.identity },
+    ...(options.entry ? { entry: options.entry } : {}),
+  });
+  return { ...service, port, identity: options.identity };
 }
