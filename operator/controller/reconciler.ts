@@ -66,19 +66,22 @@ export function createReconciler(deps: ReconcilerDeps) {
     const model = parsed.data;
 
     let changed = 0;
+    // What the API server answered to this pass's apply of the Deployment:
+    // newer than the cache, so the status written below already describes it
+    // instead of a "creating" status that the next event would overwrite.
+    let applied: KubernetesObject | undefined;
     if (validateSpecSemantics(model) === null) {
       const plan = planWrites(model, desiredChildren(model, deps.build), deps.caches);
       // The writes are independent objects: send them together, one round
       // trip for the reconcile instead of one per child.
-      await Promise.all([
-        ...plan.apply.map(({ obj }) => deps.writer.apply(obj)),
-        ...plan.remove.map((ref) => deps.writer.remove(ref)),
-      ]);
+      const results = await Promise.all(plan.apply.map(({ obj }) => deps.writer.apply(obj)));
+      await Promise.all(plan.remove.map((ref) => deps.writer.remove(ref)));
+      applied = results.find((obj) => obj.kind === "Deployment");
       changed = plan.apply.length + plan.remove.length;
       for (const event of eventsForWrites(plan)) emit(model, event);
     }
 
-    const status = computeStatus(model, observe(model, deps.caches), now());
+    const status = computeStatus(model, observe(model, deps.caches, applied), now());
     const before = model.status;
     if (before !== undefined && canonicalJson(before) === canonicalJson(status)) {
       return { changed, statusWritten: false };
@@ -121,11 +124,16 @@ export function planWrites(
 }
 
 /** What the status is computed from: the Deployment, ready endpoints and pods. */
-export function observe(model: InferenceModel, caches: Caches): Observed {
+export function observe(
+  model: InferenceModel,
+  caches: Caches,
+  appliedDeployment?: KubernetesObject,
+): Observed {
   const namespace = model.metadata.namespace ?? "default";
   const names = childNames(model.metadata.name);
   const observed: Observed = {};
-  const deployment = caches.children.Deployment.get(names.deployment, namespace);
+  const deployment =
+    appliedDeployment ?? caches.children.Deployment.get(names.deployment, namespace);
   if (deployment && ownedBy(deployment, model)) observed.deployment = observeDeployment(deployment);
   const slices = caches.slices
     .list(namespace)

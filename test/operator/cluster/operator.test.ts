@@ -109,7 +109,17 @@ describe("the operator against the test cluster", () => {
         .readNamespacedHorizontalPodAutoscaler({ name: "alpha-runtime", namespace }),
     ).rejects.toMatchObject({ code: 404 });
 
-    const ready = await waitForCondition(kc, namespace, "alpha", "Ready", "True", "Available");
+    await waitForCondition(kc, namespace, "alpha", "Ready", "True", "Available");
+    // Ready is judged on the Service's ready endpoints; the replica counts
+    // come from the Deployment's status, which may trail it by a moment.
+    const ready = await waitForCondition(
+      kc,
+      namespace,
+      "alpha",
+      "Progressing",
+      "False",
+      "Available",
+    );
     expect(ready.status).toMatchObject({
       observedGeneration: ready.metadata!.generation,
       replicas: 1,
