@@ -1,0 +1,228 @@
+import { execFile, spawn } from "node:child_process";
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import {
+  CoreV1Api,
+  type KubeConfig,
+  type V1Container,
+  type V1Deployment,
+  type V1EnvVar,
+  type V1Volume,
+} from "@kubernetes/client-node";
+import { stringify } from "yaml";
+import { REPO_ROOT, type TestCluster } from "../../support/cluster.js";
+import { freePort } from "../../support/operator-process.js";
+
+/**
+ * A Deployment the chart installed, run as a local process the way its pod
+ * would run: the container's args and env as rendered, its Secret volumes as
+ * files in a temp folder (mount paths in args rewritten to that folder), and
+ * the API server reached as the pod's own ServiceAccount, so that the chart's
+ * RBAC is what the process gets. Only what a pod has and a loopback process
+ * cannot is changed: the listen address and port.
+ */
+const run = promisify(execFile);
+
+export interface ChartProcess {
+  url: string;
+  /** The argument list the process got, after the rewrites. */
+  args: string[];
+  logs: string[];
+  stop(): Promise<void>;
+}
+
+/**
+ * A kubeconfig with a TokenRequest token of the ServiceAccount and the test
+ * cluster's server and CA: what the pod's mounted token would give it.
+ */
+export async function serviceAccountKubeconfig(
+  cluster: TestCluster,
+  namespace: string,
+  serviceAccount: string,
+  dir: string,
+): Promise<string> {
+  const { stdout } = await run(join(cluster.binDir, "kubectl"), [
+    "--kubeconfig",
+    cluster.kubeconfigPath,
+    "create",
+    "token",
+    serviceAccount,
+    "-n",
+    namespace,
+    "--duration=1h",
+  ]);
+  const server = cluster.kc.getCurrentCluster()!;
+  const name = `${namespace}-${serviceAccount}`;
+  const path = join(dir, `${serviceAccount}.kubeconfig`);
+  await writeFile(
+    path,
+    stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [
+        {
+          name,
+          cluster: {
+            server: server.server,
+            ...(server.caFile ? { "certificate-authority": server.caFile } : {}),
+            ...(server.caData ? { "certificate-authority-data": server.caData } : {}),
+          },
+        },
+      ],
+      users: [{ name, user: { token: stdout.trim() } }],
+      contexts: [{ name, context: { cluster: name, user: name, namespace } }],
+      "current-context": name,
+    }),
+    { mode: 0o600 },
+  );
+  return path;
+}
+
+export interface StartOptions {
+  /** The admin client, for reading the Secrets the pod would have mounted. */
+  kc: KubeConfig;
+  deployment: V1Deployment;
+  /** The ServiceAccount kubeconfig of serviceAccountKubeconfig(). */
+  kubeconfigPath: string;
+  /** Stands in for the pod's volumes. */
+  dir: string;
+  /** The pod name (metadata.name), e.g. the operator's leader identity. */
+  podName: string;
+}
+
+export async function startFromDeployment(options: StartOptions): Promise<ChartProcess> {
+  const { deployment, dir } = options;
+  const namespace = deployment.metadata!.namespace!;
+  const pod = deployment.spec!.template.spec!;
+  const container = pod.containers[0]!;
+  if (container.command?.join(" ") !== "modelgate") {
+    throw new Error(`${deployment.metadata?.name}: expected command [modelgate]`);
+  }
+  const core = options.kc.makeApiClient(CoreV1Api);
+  const mounts = await materializeVolumes(core, namespace, container, pod.volumes ?? [], dir);
+
+  const port = await freePort();
+  const args = (container.args ?? []).map((arg) => {
+    if (arg.startsWith("--port=")) return `--port=${port}`;
+    return rewriteMountPaths(arg, mounts);
+  });
+  args.push("--host=127.0.0.1", `--kubeconfig=${options.kubeconfigPath}`);
+  const env = await containerEnv(core, namespace, container.env ?? [], options.podName);
+
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", join(REPO_ROOT, "cli", "modelgate.ts"), ...args],
+    {
+      cwd: REPO_ROOT,
+      // KUBECONFIG of the test's shell must not stand in for the ServiceAccount.
+      env: { ...withoutKubeconfig(process.env), ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  const logs: string[] = [];
+  const keep = (chunk: Buffer) => logs.push(...chunk.toString("utf8").split("\n").filter(Boolean));
+  child.stdout.on("data", keep);
+  child.stderr.on("data", keep);
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+
+  const url = `http://127.0.0.1:${port}`;
+  // The container's own readiness probe path, on the port it names.
+  const readyPath = container.readinessProbe?.httpGet?.path ?? "/readyz";
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const ready = await fetch(`${url}${readyPath}`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ready) break;
+    if (child.exitCode !== null || Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Error(
+        `${deployment.metadata?.name} did not become ready:\n${logs.slice(-30).join("\n")}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    url,
+    args,
+    logs,
+    async stop() {
+      if (child.exitCode === null) child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** mountPath → local folder, longest first so that nested mounts win. */
+type Mounts = Array<[mountPath: string, folder: string]>;
+
+async function materializeVolumes(
+  core: CoreV1Api,
+  namespace: string,
+  container: V1Container,
+  volumes: V1Volume[],
+  dir: string,
+): Promise<Mounts> {
+  const mounts: Mounts = [];
+  for (const mount of container.volumeMounts ?? []) {
+    const volume = volumes.find((v) => v.name === mount.name);
+    if (!volume) throw new Error(`volumeMount ${mount.name} has no volume`);
+    const folder = join(dir, "volumes", volume.name);
+    await mkdir(folder, { recursive: true });
+    if (volume.secret) {
+      const secret = await core.readNamespacedSecret({
+        name: volume.secret.secretName!,
+        namespace,
+      });
+      for (const [key, value] of Object.entries(secret.data ?? {})) {
+        await writeFile(join(folder, key), Buffer.from(value, "base64"), { mode: 0o400 });
+      }
+    } else if (!volume.emptyDir && !volume.persistentVolumeClaim) {
+      throw new Error(`volume ${volume.name}: only secret, emptyDir and PVC volumes are handled`);
+    }
+    mounts.push([mount.mountPath, folder]);
+  }
+  return mounts.sort((a, b) => b[0].length - a[0].length);
+}
+
+function rewriteMountPaths(arg: string, mounts: Mounts): string {
+  for (const [mountPath, folder] of mounts) {
+    const at = arg.indexOf(mountPath);
+    const next = arg[at + mountPath.length];
+    if (at >= 0 && (next === undefined || next === "/")) {
+      return arg.slice(0, at) + folder + arg.slice(at + mountPath.length);
+    }
+  }
+  return arg;
+}
+
+/** The container's env as the kubelet would resolve it; anything else fails loudly. */
+async function containerEnv(
+  core: CoreV1Api,
+  namespace: string,
+  vars: V1EnvVar[],
+  podName: string,
+): Promise<Record<string, string>> {
+  const env: Record<string, string> = {};
+  for (const v of vars) {
+    if (v.value !== undefined) env[v.name] = v.value;
+    else if (v.valueFrom?.fieldRef?.fieldPath === "metadata.name") env[v.name] = podName;
+    else if (v.valueFrom?.fieldRef?.fieldPath === "metadata.namespace") env[v.name] = namespace;
+    else if (v.valueFrom?.secretKeyRef) {
+      const ref = v.valueFrom.secretKeyRef;
+      const secret = await core.readNamespacedSecret({ name: ref.name!, namespace });
+      env[v.name] = Buffer.from(secret.data?.[ref.key] ?? "", "base64").toString("utf8");
+    } else throw new Error(`env ${v.name}: unhandled source ${JSON.stringify(v.valueFrom)}`);
+  }
+  return env;
+}
+
+function withoutKubeconfig(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const copy = { ...env };
+  delete copy.KUBECONFIG;
+  return copy;
+}
