@@ -116,6 +116,7 @@ program
       "Never",
     ]),
   )
+  .option("--leader-elect", "elect a leader through a Lease (the default)")
   .option("--no-leader-elect", "act without a leader Lease (one replica only)")
   .option("--lease-name <name>", "leader-election Lease (default modelgate-operator)")
   .option("--lease-namespace <ns>", "the Lease's namespace (default: $POD_NAMESPACE)")

@@ -188,7 +188,7 @@ describe("the real path: kubectl apply to an answer through the gateway", () => 
       while (!stop) {
         const r = await ask().catch((err: unknown) => ({
           status: 0,
-          text: async () => String(err),
+          text: () => Promise.resolve(String(err)),
         }));
         total++;
         if (r.status !== 200) failures.push(`${r.status}: ${await r.text()}`);

@@ -10,14 +10,20 @@ export default class SummaryReporter implements Reporter {
     let failed = 0;
     let skipped = 0;
     for (const mod of testModules) {
-      for (const test of mod.children.allTests()) {
-        const state = test.result().state;
-        if (state === "passed") passed++;
-        else if (state === "failed") failed++;
-        else skipped++;
+      const states = [...mod.children.allTests()].map((test) => test.result().state);
+      const modPassed = states.filter((s) => s === "passed").length;
+      const modFailed = states.filter((s) => s === "failed").length;
+      let modSkipped = states.length - modPassed - modFailed;
+      if (mod.state() === "failed" && modFailed === 0) {
+        // A file that fails to load, or whose beforeAll fails, fails without
+        // a failed test: its tests were never run, and each counts as failed
+        // (a file with none as one), never as skipped.
+        failed += Math.max(1, modSkipped);
+        modSkipped = 0;
       }
-      // A file that fails to load has no tests but is a failure all the same.
-      if (mod.state() === "failed" && [...mod.children.allTests()].length === 0) failed++;
+      passed += modPassed;
+      failed += modFailed;
+      skipped += modSkipped;
     }
     process.stdout.write(`\n${passed} passed, ${failed} failed, ${skipped} skipped\n`);
   }
