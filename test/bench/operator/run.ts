@@ -140,7 +140,19 @@ async function main(): Promise<void> {
   // Who loads the API server: every write it served meanwhile, and the
   // operator's own (applies, deletes, status writes; events come on top).
   const apiAfter = await apiWrites(kc);
-  const operatorWrites = await operatorWriteCount(operator.port);
+  const operatorMetrics = await (await fetch(`http://127.0.0.1:${operator.port}/metrics`)).text();
+  const operatorWrites = sumMetric(operatorMetrics, "modelgate_operator_writes_total");
+  const reconciles = sumMetric(
+    operatorMetrics,
+    "modelgate_operator_reconcile_duration_seconds_count",
+  );
+  const reconcileSeconds = sumMetric(
+    operatorMetrics,
+    "modelgate_operator_reconcile_duration_seconds_sum",
+  );
+  log(
+    `  operator reconciles: ${reconciles}, mean ${((1000 * reconcileSeconds) / reconciles).toFixed(0)} ms each`,
+  );
   log(
     `  API server writes meanwhile: ${apiAfter - apiBefore}, of which the operator's applies and status writes ${operatorWrites} (${((100 * operatorWrites) / (apiAfter - apiBefore)).toFixed(0)}%)`,
   );
@@ -216,11 +228,10 @@ async function apiWrites(kc: KubeConfig): Promise<number> {
   return total;
 }
 
-async function operatorWriteCount(port: number): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+function sumMetric(text: string, name: string): number {
   return text
     .split("\n")
-    .filter((l) => l.startsWith("modelgate_operator_writes_total{"))
+    .filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `))
     .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
 }
 
