@@ -162,11 +162,26 @@ describe("the real path: kubectl apply to an answer through the gateway", () => 
       250,
     );
     await waitForCondition(kc, namespace, MODEL, "Ready", "True", "Available");
-    expect((await readModel(kc, namespace, MODEL)).status?.readyReplicas).toBe(2);
+    await eventually(async () =>
+      expect((await readModel(kc, namespace, MODEL)).status?.readyReplicas).toBe(2),
+    );
 
     const before = await Promise.all(addresses.map(answered));
-    // Give the registry its second to see the new endpoint, then send a burst.
-    await new Promise((r) => setTimeout(r, 1_000));
+    // The burst starts once the gateway's registry holds both endpoints.
+    await eventually(
+      async () => {
+        const text = await (await fetch(`${gateway.url}/metrics`)).text();
+        const line = text
+          .split("\n")
+          .find(
+            (l) =>
+              l.startsWith("modelgate_gateway_model_ready_endpoints{") && l.includes(`"${MODEL}"`),
+          );
+        expect(Number(line?.slice(line.lastIndexOf(" ") + 1))).toBe(2);
+      },
+      10_000,
+      50,
+    );
     const statuses = await Promise.all(
       Array.from({ length: 40 }, () => ask().then((r) => r.status)),
     );

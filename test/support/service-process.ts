@@ -22,7 +22,10 @@ export interface ServiceProcessOptions {
   /** The subcommand and its flags, e.g. ["gateway", "--port=1234"]. */
   args: string[];
   readyUrl: string;
+  /** Added to the base environment. */
   env?: NodeJS.ProcessEnv;
+  /** The environment the child starts from; default this process's. */
+  baseEnv?: NodeJS.ProcessEnv;
   entry?: "tsx" | "dist";
   readyTimeoutMs?: number;
 }
@@ -34,7 +37,7 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
       : ["--import", "tsx", join(REPO_ROOT, "cli", "modelgate.ts")];
   const child = spawn(process.execPath, [...program, ...options.args], {
     cwd: REPO_ROOT,
-    env: { ...process.env, ...options.env },
+    env: { ...(options.baseEnv ?? process.env), ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const logs: string[] = [];
@@ -66,7 +69,11 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
     exited,
     async stop() {
       if (child.exitCode === null) child.kill("SIGTERM");
-      return exited;
+      // A graceful stop that hangs is a failure to see in the logs, not a hung test run.
+      const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
+      const code = await exited;
+      clearTimeout(timer);
+      return code;
     },
     async kill() {
       if (child.exitCode === null) child.kill("SIGKILL");

@@ -1,4 +1,4 @@
-import { execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -11,8 +11,9 @@ import {
   type V1Volume,
 } from "@kubernetes/client-node";
 import { stringify } from "yaml";
-import { REPO_ROOT, type TestCluster } from "../../support/cluster.js";
+import type { TestCluster } from "../../support/cluster.js";
 import { freePort } from "../../support/operator-process.js";
+import { startServiceProcess } from "../../support/service-process.js";
 
 /**
  * A Deployment the chart installed, run as a local process the way its pod
@@ -110,49 +111,21 @@ export async function startFromDeployment(options: StartOptions): Promise<ChartP
   args.push("--host=127.0.0.1", `--kubeconfig=${options.kubeconfigPath}`);
   const env = await containerEnv(core, namespace, container.env ?? [], options.podName);
 
-  const child = spawn(
-    process.execPath,
-    ["--import", "tsx", join(REPO_ROOT, "cli", "modelgate.ts"), ...args],
-    {
-      cwd: REPO_ROOT,
-      // KUBECONFIG of the test's shell must not stand in for the ServiceAccount.
-      env: { ...withoutKubeconfig(process.env), ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-  const logs: string[] = [];
-  const keep = (chunk: Buffer) => logs.push(...chunk.toString("utf8").split("\n").filter(Boolean));
-  child.stdout.on("data", keep);
-  child.stderr.on("data", keep);
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-
   const url = `http://127.0.0.1:${port}`;
-  // The container's own readiness probe path, on the port it names.
-  const readyPath = container.readinessProbe?.httpGet?.path ?? "/readyz";
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const ready = await fetch(`${url}${readyPath}`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ready) break;
-    if (child.exitCode !== null || Date.now() > deadline) {
-      child.kill("SIGKILL");
-      throw new Error(
-        `${deployment.metadata?.name} did not become ready:\n${logs.slice(-30).join("\n")}`,
-      );
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const service = await startServiceProcess({
+    args,
+    // The container's own readiness probe path, on the port it names.
+    readyUrl: `${url}${container.readinessProbe?.httpGet?.path ?? "/readyz"}`,
+    // KUBECONFIG of the test's shell must not stand in for the ServiceAccount.
+    baseEnv: withoutKubeconfig(process.env),
+    env,
+  });
   return {
     url,
     args,
-    logs,
+    logs: service.logs,
     async stop() {
-      if (child.exitCode === null) child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
-      await exited;
-      clearTimeout(timer);
+      await service.stop();
     },
   };
 }
