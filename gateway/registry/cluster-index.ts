@@ -3,7 +3,8 @@ import type { InferenceModel } from "../../crds/inference-model.js";
 import { childNames } from "../../operator/children/names.js";
 import { objectKey } from "./parse-model.js";
 import { routableModel, type RoutableModel } from "./registry.js";
-import { endpointsFromSlices, serviceNameOf } from "./slice-endpoints.js";
+import { serviceNameOf } from "../../lib/kube/endpoint-slices.js";
+import { endpointsFromSlices } from "./slice-endpoints.js";
 
 /**
  * What the cluster source knows, joined: valid InferenceModels, and the

@@ -12,7 +12,7 @@ import type { Logger } from "../../lib/logger.js";
 import { ClusterIndex, sameRoutable } from "./cluster-index.js";
 import { objectKey, parseInferenceModel } from "./parse-model.js";
 import type { ModelRegistry } from "./registry.js";
-import { SERVICE_NAME_LABEL } from "./slice-endpoints.js";
+import { SERVICE_NAME_LABEL } from "../../lib/kube/endpoint-slices.js";
 
 /**
  * The registry's cluster source: list-and-watch caches of InferenceModels

@@ -1,4 +1,5 @@
-import type { V1Endpoint, V1EndpointSlice } from "@kubernetes/client-node";
+import type { V1EndpointSlice } from "@kubernetes/client-node";
+import { isReady, serviceNameOf } from "../../lib/kube/endpoint-slices.js";
 import { HTTP_PORT_NAME } from "../../operator/children/runtime-args.js";
 
 /**
@@ -6,23 +7,6 @@ import { HTTP_PORT_NAME } from "../../operator/children/runtime-args.js";
  * alone: the gateway never reads pods or Services. Pure, so every rule of
  * which address receives traffic is tested without a cluster.
  */
-
-/** Set on every EndpointSlice by whoever manages it; names the Service it belongs to. */
-export const SERVICE_NAME_LABEL = "kubernetes.io/service-name";
-
-export function serviceNameOf(slice: V1EndpointSlice): string | undefined {
-  return slice.metadata?.labels?.[SERVICE_NAME_LABEL];
-}
-
-/**
- * Whether an endpoint should get new requests. The API says a missing
- * `ready` means ready (kube-proxy reads it so), and a terminating pod is
- * never sent new work, even when its Service publishes not-ready addresses.
- */
-export function isReady(endpoint: V1Endpoint): boolean {
-  const conditions = endpoint.conditions ?? {};
-  return conditions.ready !== false && conditions.terminating !== true;
-}
 
 /** `http://host:port`, with IPv6 addresses in brackets as URLs require. */
 export function endpointUrl(address: string, port: number, addressType: string): string {

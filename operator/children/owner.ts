@@ -32,6 +32,20 @@ export function childMetadata(model: Pick<InferenceModel, "metadata">, name: str
 }
 
 /**
+ * Whether the model is the controller of this object: the operator touches
+ * only such children, never an object of the same name made by someone else.
+ */
+export function isControlledBy(
+  child: { metadata?: { ownerReferences?: V1OwnerReference[] } },
+  model: Pick<InferenceModel, "metadata">,
+): boolean {
+  const uid = model.metadata["uid"];
+  return (child.metadata?.ownerReferences ?? []).some(
+    (o) => o.controller === true && o.uid === uid,
+  );
+}
+
+/**
  * The model's uid. An object read from the API server always has one; a
  * missing uid means a builder was handed an object that never existed in the
  * cluster, a programming error that must not produce a child the garbage

@@ -6,6 +6,7 @@ import {
 } from "@kubernetes/client-node";
 import { API_VERSION, GROUP, KIND, PLURAL } from "../../crds/inference-model.js";
 import { startWatchedCache, type WatchedCache } from "../../lib/kube/watched-cache.js";
+import { errorText } from "../../lib/error-text.js";
 import type { Logger } from "../../lib/logger.js";
 import { LABEL_MANAGED_BY, LABEL_MODEL, MANAGED_BY } from "../children/labels.js";
 import { CHILD_KINDS, type ChildKind } from "./desired.js";
@@ -105,9 +106,4 @@ export function modelKeyOf(obj: KubernetesObject, kind: string): string | undefi
   if (owner) return `${namespace}/${owner.name}`;
   const label = obj.metadata?.labels?.[LABEL_MODEL];
   return label === undefined ? undefined : `${namespace}/${label}`;
-}
-
-export function errorText(err: unknown): string {
-  if (err instanceof Error) return err.message;
-  return typeof err === "string" ? err : JSON.stringify(err);
 }

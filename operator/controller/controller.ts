@@ -1,6 +1,6 @@
 import type { Logger } from "../../lib/logger.js";
 import type { OperatorMetrics } from "../metrics.js";
-import { errorText } from "./caches.js";
+import { errorText } from "../../lib/error-text.js";
 import type { ReconcileResult } from "./reconciler.js";
 import { WorkQueue } from "./work-queue.js";
 

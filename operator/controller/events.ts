@@ -1,7 +1,7 @@
 import type { InferenceModelStatus } from "../../crds/inference-model.js";
 import type { ModelStatus } from "../status.js";
 import type { ModelEvent } from "./cluster-writer.js";
-import type { WritePlan } from "./reconciler.js";
+import type { WritePlan } from "./plan-writes.js";
 
 /**
  * One event per kind of change a reconcile made: "created Service x,

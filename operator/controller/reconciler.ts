@@ -1,9 +1,11 @@
-import type { KubernetesObject, V1EndpointSlice } from "@kubernetes/client-node";
+import type { KubernetesObject } from "@kubernetes/client-node";
 import { inferenceModelSchema, type InferenceModel } from "../../crds/inference-model.js";
+import { readyAddresses, serviceNameOf } from "../../lib/kube/endpoint-slices.js";
 import type { Logger } from "../../lib/logger.js";
 import type { BuildContext } from "../children/deployment.js";
 import { LABEL_MODEL } from "../children/labels.js";
 import { childNames } from "../children/names.js";
+import { isControlledBy } from "../children/owner.js";
 import { canonicalJson } from "../children/spec-hash.js";
 import {
   computeStatus,
@@ -12,11 +14,11 @@ import {
   type Observed,
 } from "../status.js";
 import type { Caches } from "./caches.js";
-import { containsDesired } from "./contains.js";
-import type { Writer, ModelEvent } from "./cluster-writer.js";
-import { desiredChildren, type ChildKind, type ChildRef, type DesiredChildren } from "./desired.js";
+import type { ModelEvent, Writer } from "./cluster-writer.js";
+import { desiredChildren } from "./desired.js";
 import type { EventSink } from "./event-sink.js";
 import { eventsForTransition, eventsForWrites } from "./events.js";
+import { planWrites } from "./plan-writes.js";
 
 /**
  * One pass of the level-triggered loop for one model: read the model and its
@@ -96,33 +98,6 @@ export function createReconciler(deps: ReconcilerDeps) {
   }
 }
 
-export interface WritePlan {
-  /** Children to apply, with what the cache holds of each (undefined: it does not exist). */
-  apply: { obj: KubernetesObject; current: KubernetesObject | undefined }[];
-  /** Children this model owns that must go. */
-  remove: ChildRef[];
-}
-
-/** What differs between the desired children and the cached ones. Pure over the cache's contents. */
-export function planWrites(
-  model: InferenceModel,
-  desired: DesiredChildren,
-  caches: Pick<Caches, "children">,
-): WritePlan {
-  const namespace = model.metadata.namespace ?? "default";
-  const apply = desired.apply
-    .map((obj) => ({
-      obj,
-      current: caches.children[obj.kind as ChildKind].get(obj.metadata!.name!, namespace),
-    }))
-    .filter(({ obj, current }) => !current || !containsDesired(current, obj));
-  const remove = desired.absent.filter((ref) => {
-    const current = caches.children[ref.kind].get(ref.name, namespace);
-    return current !== undefined && ownedBy(current, model);
-  });
-  return { apply, remove };
-}
-
 /** What the status is computed from: the Deployment, ready endpoints and pods. */
 export function observe(
   model: InferenceModel,
@@ -134,33 +109,12 @@ export function observe(
   const observed: Observed = {};
   const deployment =
     appliedDeployment ?? caches.children.Deployment.get(names.deployment, namespace);
-  if (deployment && ownedBy(deployment, model)) observed.deployment = observeDeployment(deployment);
-  const slices = caches.slices
-    .list(namespace)
-    .filter((s) => s.metadata?.labels?.["kubernetes.io/service-name"] === names.service);
-  if (slices.length > 0) observed.endpointsReady = readyAddresses(slices);
+  if (deployment && isControlledBy(deployment, model))
+    observed.deployment = observeDeployment(deployment);
+  const slices = caches.slices.list(namespace).filter((s) => serviceNameOf(s) === names.service);
+  if (slices.length > 0) observed.endpointsReady = readyAddresses(slices, names.service).size;
   observed.pods = caches.pods
     .list(namespace)
     .filter((p) => p.metadata?.labels?.[LABEL_MODEL] === model.metadata.name);
   return observed;
-}
-
-function readyAddresses(slices: readonly V1EndpointSlice[]): number {
-  const ready = new Set<string>();
-  for (const slice of slices) {
-    for (const endpoint of slice.endpoints ?? []) {
-      if (endpoint.conditions?.ready === false || endpoint.conditions?.terminating === true)
-        continue;
-      for (const address of endpoint.addresses) ready.add(address);
-    }
-  }
-  return ready.size;
-}
-
-/** Children are touched only when this model controls them (never an object of the same name made by someone else). */
-function ownedBy(child: KubernetesObject, model: InferenceModel): boolean {
-  const uid = model.metadata["uid"];
-  return (child.metadata?.ownerReferences ?? []).some(
-    (o) => o.controller === true && o.uid === uid,
-  );
 }

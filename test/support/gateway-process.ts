@@ -2,7 +2,7 @@ import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { generateApiKey } from "../../gateway/auth/key-format.js";
-import { freePort } from "./operator-process.js";
+import { freePort } from "./free-port.js";
 import { startServiceProcess } from "./service-process.js";
 
 /**

@@ -1,4 +1,4 @@
-import { createServer } from "node:net";
+import { freePort } from "./free-port.js";
 import { startServiceProcess, type ServiceProcess } from "./service-process.js";
 
 /**
@@ -21,17 +21,6 @@ export interface OperatorProcessOptions {
   /** "tsx" runs the sources (no build needed); "dist" runs the built output, as the image does. */
   entry?: "tsx" | "dist";
   logLevel?: string;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.once("error", reject);
-  });
 }
 
 export async function startOperatorProcess(

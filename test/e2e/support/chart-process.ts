@@ -12,7 +12,7 @@ import {
 } from "@kubernetes/client-node";
 import { stringify } from "yaml";
 import type { TestCluster } from "../../support/cluster.js";
-import { freePort } from "../../support/operator-process.js";
+import { freePort } from "../../support/free-port.js";
 import { startServiceProcess } from "../../support/service-process.js";
 
 /**

@@ -5,7 +5,8 @@ import {
   createHttpSinkSender,
   isRetryableSinkError,
 } from "../../../gateway/metering/http-sink.js";
-import { freePort, startCountingSink } from "../outbox/sink-server.js";
+import { startCountingSink } from "../outbox/sink-server.js";
+import { freePort } from "../../support/free-port.js";
 import { onCleanup } from "../outbox/support.js";
 
 const signal = new AbortController().signal;

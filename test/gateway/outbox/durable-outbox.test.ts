@@ -8,7 +8,8 @@ import {
 } from "../../../gateway/outbox/durable-outbox.js";
 import { outboxMetrics } from "../../../gateway/outbox/outbox-metrics.js";
 import { createHttpSinkSender, isRetryableSinkError } from "../../../gateway/metering/http-sink.js";
-import { freePort, startCountingSink, type CountingSink } from "./sink-server.js";
+import { startCountingSink, type CountingSink } from "./sink-server.js";
+import { freePort } from "../../support/free-port.js";
 import { fastRetry, logs, onCleanup, outboxDir } from "./support.js";
 
 interface Rec {

@@ -1,10 +1,7 @@
 import type { V1Endpoint, V1EndpointSlice } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import {
-  endpointUrl,
-  endpointsFromSlices,
-  isReady,
-} from "../../../gateway/registry/slice-endpoints.js";
+import { endpointUrl, endpointsFromSlices } from "../../../gateway/registry/slice-endpoints.js";
+import { isReady } from "../../../lib/kube/endpoint-slices.js";
 
 function slice(
   name: string,
