@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { randomHex } from "../lib/random-hex.js";
 import { z } from "zod";
 import { echoedMetadata, type ResponsesRequest } from "./responses-request.js";
 
@@ -68,7 +68,7 @@ export type ResponsesResponse = z.infer<typeof responsesResponseSchema>;
 
 /** Ids as the Responses API shapes them: a type prefix and 48 hex digits. */
 export function newId(prefix: "resp" | "msg"): string {
-  return `${prefix}_${randomBytes(24).toString("hex")}`;
+  return `${prefix}_${randomHex(24)}`;
 }
 
 export function usageOf(inputTokens: number, outputTokens: number): ResponsesUsage {

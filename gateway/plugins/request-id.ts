@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { randomHex } from "../../lib/random-hex.js";
 import type { FastifyInstance, RawRequestDefaultExpression } from "fastify";
 
 /**
@@ -10,7 +10,7 @@ import type { FastifyInstance, RawRequestDefaultExpression } from "fastify";
 const SAFE_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
 export function newRequestId(): string {
-  return `req_${randomBytes(16).toString("hex")}`;
+  return `req_${randomHex(16)}`;
 }
 
 export function requestIdFrom(request: RawRequestDefaultExpression): string {
