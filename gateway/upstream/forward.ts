@@ -46,11 +46,7 @@ export function isConnectFailure(error: unknown): boolean {
 
 function isTimeout(error: unknown): boolean {
   const e = error as { name?: string; code?: string };
-  return (
-    e.name === "TimeoutError" ||
-    e.code === "UND_ERR_HEADERS_TIMEOUT" ||
-    e.code === "UND_ERR_BODY_TIMEOUT"
-  );
+  return e.code === "UND_ERR_HEADERS_TIMEOUT" || e.code === "UND_ERR_BODY_TIMEOUT";
 }
 
 export interface UpstreamOptions {
@@ -80,8 +76,6 @@ export class Upstream {
   async forward(req: ForwardRequest): Promise<UpstreamResponse> {
     const { model } = req;
     if (model.endpoints.length === 0) throw GatewayErrors.modelUnavailable(model.id);
-    const timeout = AbortSignal.timeout(model.timeoutMs);
-    const signal = req.signal ? AbortSignal.any([timeout, req.signal]) : timeout;
     const tried = new Set<string>();
     for (;;) {
       const endpoint = pickEndpoint(model.endpoints, this.inFlight, tried, this.turn++);
@@ -89,17 +83,23 @@ export class Upstream {
       tried.add(endpoint);
       this.inFlight.set(endpoint, (this.inFlight.get(endpoint) ?? 0) + 1);
       try {
+        // The runtime sends its headers once inference is done, so the
+        // model's timeout bounds the wait for them, and a stall in the body
+        // after. undici's own timers cost far less per request than an
+        // AbortSignal.timeout combined with the caller's signal.
         const response = await request(`${endpoint}/v1/responses`, {
           dispatcher: this.agent,
           method: "POST",
           headers: req.headers,
           body: req.body,
-          signal,
+          signal: req.signal ?? null,
+          headersTimeout: model.timeoutMs,
+          bodyTimeout: model.timeoutMs,
         });
         const body = Buffer.from(await response.body.arrayBuffer());
         return { status: response.statusCode, headers: response.headers, body, endpoint };
       } catch (error) {
-        if (timeout.aborted || isTimeout(error)) {
+        if (isTimeout(error)) {
           throw GatewayErrors.requestTimeout(Math.round(model.timeoutMs / 1000));
         }
         if (req.signal?.aborted) throw error;
