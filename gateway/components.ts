@@ -33,6 +33,10 @@ export interface GatewayComponents {
 
 /** Billing records are never given up on: retried until the receiver answers. */
 const NEVER_GIVE_UP = { baseDelayMs: 500, maxDelayMs: 60_000 };
+/** Usage records per POST to the sink, at most. */
+export const USAGE_BATCH_MAX = 100;
+/** How long a usage record may wait for others to share its POST. */
+export const USAGE_LINGER_MS = 100;
 
 export async function createGatewayComponents(
   config: GatewayConfig,
@@ -51,7 +55,7 @@ export async function createGatewayComponents(
   const usageOutbox = new DurableOutbox<UsageRecord>({
     dir: join(config.stateDir, "usage"),
     name: "usage",
-    send: config.usageSinkUrl
+    sendBatch: config.usageSinkUrl
       ? createHttpSinkSender({
           url: config.usageSinkUrl,
           ...(config.usageSinkTokenFile
@@ -59,6 +63,10 @@ export async function createGatewayComponents(
             : {}),
         })
       : () => Promise.reject(new Error("no usage sink configured (--usage-sink-url)")),
+    // Records that arrive one by one share a POST when they are at most
+    // USAGE_LINGER_MS apart: billing needs every record, not each at once.
+    maxBatch: USAGE_BATCH_MAX,
+    lingerMs: USAGE_LINGER_MS,
     isRetryable: isRetryableSinkError,
     retry: NEVER_GIVE_UP,
     parse: parseUsageRecord,

@@ -1,12 +1,12 @@
 import { request, type Dispatcher } from "undici";
-import type { OutboxSend } from "../outbox/durable-outbox.js";
+import type { OutboxSendBatch } from "../outbox/durable-outbox.js";
 
 export interface HttpSinkOptions {
-  /** `POST` target; receives one JSON record per request. */
+  /** `POST` target; receives a batch of records per request. */
   url: string;
   /** Sent as `Authorization: Bearer <token>` when set. Never logged. */
   token?: string;
-  /** Whole-request timeout; default 10 s. A timeout is retryable. */
+  /** How long the sink may take to answer (and stall in its answer); default 10 s. A timeout is retryable. */
   timeoutMs?: number;
   /** A pooled undici dispatcher; default the global one. */
   dispatcher?: Dispatcher;
@@ -43,22 +43,31 @@ export function isRetryableSinkError(error: unknown): boolean {
   return error instanceof SinkError ? error.retryable : true;
 }
 
+/** The body of one delivery: records with the keys the sink dedupes them on. */
+export interface SinkBatchBody<T> {
+  items: { key: string; record: T }[];
+}
+
 /**
- * A sender for the durable outbox that POSTs each record as JSON with its
- * `Idempotency-Key`. Every attempt of one record carries the same key, so the
- * sink can count it once.
+ * A batch sender for the durable outbox: POSTs `{"items":[{key, record}…]}`
+ * as JSON. Each record's key is the same on every attempt, and the sink
+ * counts a key once, so a batch sent again (after a timeout, a crash, or
+ * split after a refusal) is never billed twice.
  */
-export function createHttpSinkSender<T>(options: HttpSinkOptions): OutboxSend<T> {
+export function createHttpSinkSender<T>(options: HttpSinkOptions): OutboxSendBatch<T> {
   const timeoutMs = options.timeoutMs ?? 10_000;
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (options.token) headers.authorization = `Bearer ${options.token}`;
 
-  return async (record, idempotencyKey, { signal }) => {
+  return async (items, { signal }) => {
+    const body: SinkBatchBody<T> = { items: items.map(({ key, record }) => ({ key, record })) };
     const response = await request(options.url, {
       method: "POST",
-      headers: { ...headers, "idempotency-key": idempotencyKey },
-      body: JSON.stringify(record),
-      signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]),
+      headers,
+      body: JSON.stringify(body),
+      signal,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
       ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
     });
     // Read a little of the body for the error message, and always drain it so

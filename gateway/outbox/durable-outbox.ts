@@ -9,6 +9,22 @@ export type OutboxSend<T> = (
   options: { signal: AbortSignal },
 ) => Promise<void>;
 
+/** One record of a batch, with the key the receiver dedupes it on. */
+export interface OutboxItem<T> {
+  key: string;
+  record: T;
+}
+
+/**
+ * Delivers several records in one call. Resolving means the receiver has all
+ * of them; rejecting means it has none it will count twice (it dedupes on the
+ * keys), so the whole batch may be sent again.
+ */
+export type OutboxSendBatch<T> = (
+  items: readonly OutboxItem<T>[],
+  options: { signal: AbortSignal },
+) => Promise<void>;
+
 /** Hooks for metrics; see outbox-metrics.ts for the prom-client binding. */
 export interface OutboxMetrics {
   delivered?(): void;
@@ -22,12 +38,22 @@ export interface DurableOutboxOptions<T> {
   dir: string;
   /** File name stem: `<name>.records.jsonl`, `.acks.jsonl`, `.dead.jsonl`. */
   name: string;
-  send: OutboxSend<T>;
+  /** Delivers one record at a time. Give this or `sendBatch`. */
+  send?: OutboxSend<T>;
+  /** Delivers up to `maxBatch` records at a time. Give this or `send`. */
+  sendBatch?: OutboxSendBatch<T>;
+  /** Most records per `sendBatch` call; default 100. */
+  maxBatch?: number;
+  /**
+   * How long a new record may wait for others to share its batch, in ms;
+   * default 0. Retries and replayed records never wait.
+   */
+  lingerMs?: number;
   /** Default: every error is retryable, since dropping a record is the worse failure. */
   isRetryable?: (error: unknown) => boolean;
   retry: RetryPolicy;
   logger: Logger;
-  /** Sends in flight at once; default 4. */
+  /** Sends (single or batch) in flight at once; default 4. */
   concurrency?: number;
   /** Compact once this many records are acked, even if others are pending; default 1000. */
   compactAfterAcks?: number;
@@ -47,6 +73,8 @@ interface Entry<T> {
   attempts: number;
   nextAttemptAt: number;
   inFlight: boolean;
+  /** Sent alone from now on: a batch holding it was refused for good. */
+  solo: boolean;
 }
 
 /**
@@ -61,7 +89,11 @@ interface Entry<T> {
  * receiver rejects for good (non-retryable, or out of attempts) is parked in
  * the dead-letter file and logged, never dropped.
  *
- * Delivery: up to `concurrency` sends at once, oldest first. A retryable
+ * Delivery: up to `concurrency` sends at once, oldest first; with
+ * `sendBatch`, each send carries up to `maxBatch` records, and a new record
+ * may linger briefly so that records arriving one by one still share a
+ * send. A batch the receiver refuses for good is split: each of its records
+ * is sent alone, so only the bad one is dead-lettered. A retryable
  * failure delays that record (exponential backoff with jitter) and also gates
  * the whole outbox, so a receiver that is down gets one probe per backoff
  * interval rather than a retry storm; the first success reopens the gate.
@@ -71,6 +103,10 @@ export class DurableOutbox<T> {
   private readonly now: () => number;
   private readonly random: () => number;
   private readonly concurrency: number;
+  private readonly sendBatch: OutboxSendBatch<T>;
+  private readonly maxBatch: number;
+  private readonly lingerMs: number;
+  private wakeAt = Infinity;
   private journals: OutboxJournals | undefined;
   private opening: Promise<void> | undefined;
   private readonly entries = new Map<string, Entry<T>>();
@@ -90,6 +126,17 @@ export class DurableOutbox<T> {
     this.now = options.now ?? Date.now;
     this.random = options.random ?? Math.random;
     this.concurrency = Math.max(1, options.concurrency ?? 4);
+    const { send, sendBatch } = options;
+    if (send && !sendBatch) {
+      this.sendBatch = (items, o) => send(items[0]!.record, items[0]!.key, o);
+      this.maxBatch = 1;
+    } else if (sendBatch && !send) {
+      this.sendBatch = sendBatch;
+      this.maxBatch = Math.max(1, options.maxBatch ?? 100);
+    } else {
+      throw new Error(`outbox ${options.name}: give exactly one of send and sendBatch`);
+    }
+    this.lingerMs = Math.max(0, options.lingerMs ?? 0);
   }
 
   /** Opens the journals and replays them. Appends work from here; delivery waits for start(). */
@@ -199,21 +246,20 @@ export class DurableOutbox<T> {
   }
 
   private newEntry(key: string, at: number, record: T): Entry<T> {
-    return { key, at, record, attempts: 0, nextAttemptAt: 0, inFlight: false };
+    return { key, at, record, attempts: 0, nextAttemptAt: 0, inFlight: false, solo: false };
   }
 
   /** Starts every send that may start now, and arms the timer for the next. */
   private pump(): void {
     if (this.state !== "running") return;
     const now = this.now();
-    if (this.wakeTimer) clearTimeout(this.wakeTimer);
-    this.wakeTimer = undefined;
     let wakeAt = Infinity;
     if (now < this.gateUntil) {
       wakeAt = this.gateUntil;
     } else {
       // After failures, probe with one send until one succeeds (half-open).
       const limit = this.consecutiveFailures > 0 ? 1 : this.concurrency;
+      let batch: Entry<T>[] = [];
       for (const entry of this.entries.values()) {
         if (this.inFlight.size >= limit) break;
         if (entry.inFlight) continue;
@@ -221,32 +267,70 @@ export class DurableOutbox<T> {
           wakeAt = Math.min(wakeAt, entry.nextAttemptAt);
           continue;
         }
-        this.launch(entry);
+        if (entry.solo) {
+          this.launch([entry]);
+          continue;
+        }
+        batch.push(entry);
+        if (batch.length === this.maxBatch) {
+          this.launch(batch);
+          batch = [];
+        }
+      }
+      if (batch.length > 0 && this.inFlight.size < limit) {
+        // A part batch of new records waits for company, up to the linger.
+        const first = batch[0]!;
+        const due = first.attempts > 0 ? now : first.at + this.lingerMs;
+        if (due <= now) this.launch(batch);
+        else wakeAt = Math.min(wakeAt, due);
       }
     }
-    if (wakeAt !== Infinity && this.inFlight.size === 0) {
-      this.wakeTimer = setTimeout(() => this.pump(), Math.max(0, wakeAt - now));
-      this.wakeTimer.unref();
-    }
+    this.armWake(wakeAt, now);
   }
 
-  private launch(entry: Entry<T>): void {
-    entry.inFlight = true;
-    entry.attempts += 1;
-    const attempt = this.options
-      .send(entry.record, entry.key, { signal: this.abort.signal })
+  /**
+   * One timer for the next moment a send may start. Sends in flight call
+   * pump when they end, so a backoff wait needs no timer then; a linger
+   * does, or a lingering record would wait for a slow send.
+   */
+  private armWake(wakeAt: number, now: number): void {
+    if (wakeAt === this.wakeAt && this.wakeTimer) return;
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    this.wakeTimer = undefined;
+    this.wakeAt = wakeAt;
+    if (wakeAt === Infinity) return;
+    this.wakeTimer = setTimeout(
+      () => {
+        this.wakeTimer = undefined;
+        this.wakeAt = Infinity;
+        this.pump();
+      },
+      Math.max(0, wakeAt - now),
+    );
+    this.wakeTimer.unref();
+  }
+
+  private launch(batch: Entry<T>[]): void {
+    for (const entry of batch) {
+      entry.inFlight = true;
+      entry.attempts += 1;
+    }
+    const items = batch.map((entry) => ({ key: entry.key, record: entry.record }));
+    const attempt = this.sendBatch(items, { signal: this.abort.signal })
       .then(
-        () => this.onDelivered(entry),
-        (error: unknown) => this.onFailed(entry, error),
+        async () => {
+          await Promise.all(batch.map((entry) => this.onDelivered(entry)));
+        },
+        (error: unknown) => this.onFailed(batch, error),
       )
       .catch((error: unknown) =>
         this.options.logger.error(
-          { outbox: this.options.name, key: entry.key, err: String(error) },
+          { outbox: this.options.name, keys: items.length, err: String(error) },
           "outbox bookkeeping failed",
         ),
       )
       .finally(() => {
-        entry.inFlight = false;
+        for (const entry of batch) entry.inFlight = false;
         this.inFlight.delete(attempt);
         this.pump();
       });
@@ -256,6 +340,8 @@ export class DurableOutbox<T> {
   private async onDelivered(entry: Entry<T>): Promise<void> {
     this.consecutiveFailures = 0;
     this.gateUntil = 0;
+    // Counted before the ack, so it is in the metrics once whenIdle resolves.
+    this.options.metrics?.delivered?.();
     try {
       await this.ack(entry, "delivered");
     } catch (error) {
@@ -264,24 +350,47 @@ export class DurableOutbox<T> {
       entry.nextAttemptAt = this.now() + this.options.retry.maxDelayMs;
       throw error;
     }
-    this.options.metrics?.delivered?.();
   }
 
-  private async onFailed(entry: Entry<T>, error: unknown): Promise<void> {
+  private async onFailed(batch: Entry<T>[], error: unknown): Promise<void> {
     if (this.state === "closed") return; // aborted by close(): stays pending for the next start
     const retryable = (this.options.isRetryable ?? (() => true))(error);
     this.options.metrics?.failedAttempt?.(retryable);
-    if (!retryable || attemptsExhausted(entry.attempts, this.options.retry)) {
-      await this.deadLetter(entry, error);
+    if (!retryable && batch.length > 1) {
+      // Which record the receiver refused is unknown: send each alone, so
+      // that only a bad one is dead-lettered. The split costs no attempt.
+      for (const entry of batch) {
+        entry.solo = true;
+        entry.attempts -= 1;
+      }
+      this.options.logger.warn(
+        { outbox: this.options.name, records: batch.length, err: describe(error) },
+        "outbox batch refused; sending its records one by one",
+      );
       return;
     }
     const now = this.now();
+    let retrying = 0;
+    for (const entry of batch) {
+      if (!retryable || attemptsExhausted(entry.attempts, this.options.retry)) {
+        await this.deadLetter(entry, error);
+        continue;
+      }
+      retrying += 1;
+      entry.nextAttemptAt = now + backoffDelayMs(entry.attempts, this.options.retry, this.random);
+    }
+    if (retrying === 0) return;
     this.consecutiveFailures += 1;
-    entry.nextAttemptAt = now + backoffDelayMs(entry.attempts, this.options.retry, this.random);
     this.gateUntil =
       now + backoffDelayMs(this.consecutiveFailures, this.options.retry, this.random);
     this.options.logger.warn(
-      { outbox: this.options.name, key: entry.key, attempts: entry.attempts, err: describe(error) },
+      {
+        outbox: this.options.name,
+        key: batch[0]!.key,
+        records: batch.length,
+        attempts: batch[0]!.attempts,
+        err: describe(error),
+      },
       "outbox delivery failed; will retry",
     );
   }
@@ -296,8 +405,8 @@ export class DurableOutbox<T> {
       record: entry.record,
     };
     await journals.appendDeadLetter(line);
-    await this.ack(entry, "dead");
     this.options.metrics?.deadLettered?.();
+    await this.ack(entry, "dead");
     this.options.logger.error(
       { outbox: this.options.name, key: entry.key, attempts: entry.attempts, err: line.error },
       "outbox record parked in the dead-letter file",

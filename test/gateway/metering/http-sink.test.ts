@@ -20,14 +20,24 @@ describe("usage sink sender", () => {
     expect([400, 401, 403, 404, 413, 422].map(classifySinkStatus)).toEqual(Array(6).fill("reject"));
   });
 
-  it("posts JSON with Idempotency-Key, treats a duplicate (409) as delivered", async () => {
+  it("posts a batch of keyed records as JSON; a key sent again is counted once", async () => {
     const sink = await startCountingSink();
     onCleanup(() => sink.close());
     const send = createHttpSinkSender<{ a: number }>({ url: sink.url });
-    await send({ a: 1 }, "key-1", { signal });
-    await send({ a: 1 }, "key-1", { signal });
-    expect(sink.attempts).toEqual(["key-1", "key-1"]);
-    expect(sink.counted.get("key-1")).toEqual({ a: 1 });
+    const items = [
+      { key: "key-1", record: { a: 1 } },
+      { key: "key-2", record: { a: 2 } },
+    ];
+    await send(items, { signal });
+    await send(items.slice(0, 1), { signal });
+    expect(sink.batches).toEqual([["key-1", "key-2"], ["key-1"]]);
+    expect(sink.counted).toEqual(
+      new Map([
+        ["key-1", { a: 1 }],
+        ["key-2", { a: 2 }],
+      ]),
+    );
+    expect(sink.headers[0]!["content-type"]).toBe("application/json");
     expect(sink.headers[0]!.authorization).toBeUndefined();
   });
 
@@ -36,13 +46,14 @@ describe("usage sink sender", () => {
     onCleanup(() => sink.close());
     const send = createHttpSinkSender<object>({ url: sink.url, token: "t" });
     sink.failNext(1, 503);
-    const unavailable = await send({}, "k", { signal }).catch((e: unknown) => e);
+    const unavailable = await send([{ key: "k", record: {} }], { signal }).catch((e: unknown) => e);
     expect(unavailable).toBeInstanceOf(SinkError);
     expect(isRetryableSinkError(unavailable)).toBe(true);
     expect((unavailable as SinkError).status).toBe(503);
+    expect(sink.headers[0]!.authorization).toBe("Bearer t");
 
     sink.rejectKey("bad", 400);
-    const rejected = await send({}, "bad", { signal }).catch((e: unknown) => e);
+    const rejected = await send([{ key: "bad", record: {} }], { signal }).catch((e: unknown) => e);
     expect(isRetryableSinkError(rejected)).toBe(false);
     expect((rejected as Error).message).toContain("400");
   });
@@ -50,8 +61,7 @@ describe("usage sink sender", () => {
   it("treats a refused connection and a timeout as retryable", async () => {
     const port = await freePort();
     const refused = await createHttpSinkSender<object>({ url: `http://127.0.0.1:${port}/` })(
-      {},
-      "k",
+      [{ key: "k", record: {} }],
       { signal },
     ).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(Error);
@@ -72,7 +82,7 @@ describe("usage sink sender", () => {
     const timedOut = await createHttpSinkSender<object>({
       url: `http://127.0.0.1:${address.port}/`,
       timeoutMs: 200,
-    })({}, "k", { signal }).catch((e: unknown) => e);
+    })([{ key: "k", record: {} }], { signal }).catch((e: unknown) => e);
     expect(Date.now() - started).toBeLessThan(2_000);
     expect(isRetryableSinkError(timedOut)).toBe(true);
   });

@@ -150,7 +150,7 @@ describe("metering end to end", () => {
       const outbox = new DurableOutbox<UsageRecord>({
         dir,
         name: "usage",
-        send: createHttpSinkSender({ url: sink.url, token: "sink-secret" }),
+        sendBatch: createHttpSinkSender({ url: sink.url, token: "sink-secret" }),
         isRetryable: isRetryableSinkError,
         retry: fastRetry,
         parse: parseUsageRecord,

@@ -24,7 +24,7 @@ function outboxFor(
   const outbox = new DurableOutbox<Rec>({
     dir,
     name: "usage",
-    send: createHttpSinkSender<Rec>({ url: sinkUrl, timeoutMs: 2_000 }),
+    sendBatch: createHttpSinkSender<Rec>({ url: sinkUrl, timeoutMs: 2_000 }),
     isRetryable: isRetryableSinkError,
     retry: fastRetry,
     logger: logs().logger,
@@ -151,9 +151,9 @@ describe("DurableOutbox", () => {
     let calls = 0;
     const send = createHttpSinkSender<Rec>({ url: `http://127.0.0.1:${port}/usage` });
     const outbox = outboxFor(await outboxDir(), "unused", {
-      send: (record, key, options) => {
+      sendBatch: (items, options) => {
         calls += 1;
-        return send(record, key, options);
+        return send(items, options);
       },
       retry: { baseDelayMs: 50, maxDelayMs: 50 },
       concurrency: 8,
@@ -180,6 +180,64 @@ describe("DurableOutbox", () => {
     await outbox.append("dup", { n: 4 }); // delivered, not yet compacted away: still known
     expect(s.counted.get("dup")).toEqual({ n: 1 });
     expect(s.attempts.filter((k) => k === "dup").length).toBeLessThanOrEqual(2);
+  });
+
+  it("sends records in batches of at most maxBatch, each key in one of them", async () => {
+    const s = await sink();
+    const outbox = outboxFor(await outboxDir(), s.url, { maxBatch: 40, concurrency: 2 });
+    await Promise.all(keys(150).map((key, n) => outbox.append(key, { n })));
+    await outbox.start();
+    await outbox.whenIdle();
+    expect(s.batches.map((b) => b.length)).toEqual([40, 40, 40, 30]);
+    expect(s.attempts.sort()).toEqual(keys(150).sort());
+    expect(s.counted.get("req_149")).toEqual({ n: 149 });
+  });
+
+  it("lets records that arrive one by one linger, so they share a send", async () => {
+    const s = await sink();
+    const outbox = outboxFor(await outboxDir(), s.url, { lingerMs: 300 });
+    await outbox.start();
+    for (const [n, key] of keys(5).entries()) {
+      await outbox.append(key, { n });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(s.batches).toEqual([]);
+    await outbox.whenIdle();
+    expect(s.batches).toEqual([keys(5)]);
+  });
+
+  it("without a linger, a lone record is sent at once", async () => {
+    const s = await sink();
+    const outbox = outboxFor(await outboxDir(), s.url);
+    await outbox.start();
+    const started = Date.now();
+    await outbox.append("alone", { n: 1 });
+    await outbox.whenIdle();
+    expect(s.batches).toEqual([["alone"]]);
+    expect(Date.now() - started).toBeLessThan(1_000);
+  });
+
+  it("splits a batch the sink refuses for good, so only the bad record is dead-lettered", async () => {
+    const s = await sink();
+    s.rejectKey("req_3", 422);
+    const dir = await outboxDir();
+    const outbox = outboxFor(dir, s.url);
+    await Promise.all(keys(6).map((key, n) => outbox.append(key, { n })));
+    await outbox.start();
+    await outbox.whenIdle();
+    expect(s.batches[0]).toEqual(keys(6));
+    // Then one send per record of the refused batch.
+    expect(s.batches.slice(1).every((b) => b.length === 1)).toBe(true);
+    expect([...s.counted.keys()].sort()).toEqual(keys(6).filter((k) => k !== "req_3"));
+    const dead = (await readFile(join(dir, "usage.dead.jsonl"), "utf8")).trim().split("\n");
+    expect(dead.map((line) => (JSON.parse(line) as { key: string }).key)).toEqual(["req_3"]);
+  });
+
+  it("refuses options with both send and sendBatch, or neither", () => {
+    const base = { dir: "/nonexistent", name: "x", retry: fastRetry, logger: logs().logger };
+    const send = () => Promise.resolve();
+    expect(() => new DurableOutbox<Rec>({ ...base, send, sendBatch: send })).toThrow(/exactly one/);
+    expect(() => new DurableOutbox<Rec>(base)).toThrow(/exactly one/);
   });
 
   it("close stops delivery and leaves the rest for the next start", async () => {

@@ -2,21 +2,26 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 
 /**
- * A loopback receiver that dedupes on Idempotency-Key, as a billing sink
- * should: the first delivery of a key is counted, later ones answer 409.
- * It can be told to fail (a status for the next N requests), to see retries.
+ * A loopback receiver of the usage sink protocol (docs/metering.md): each
+ * POST carries `{"items":[{key, record}…]}`, and the sink dedupes on the
+ * keys, as a billing sink should: the first delivery of a key is counted,
+ * later ones are accepted and not counted again. A batch is taken whole or
+ * refused whole. It can be told to fail (a status for the next N requests),
+ * to see retries, or to refuse any batch holding a given key.
  */
 export interface CountingSink {
   url: string;
   port: number;
   /** Distinct keys counted, with the body first received for each. */
   counted: Map<string, unknown>;
-  /** Every request received, in order, by key (duplicates and failures included). */
+  /** Every key received, in order (duplicates and failures included). */
   attempts: string[];
+  /** The keys of each request, in order. */
+  batches: string[][];
   headers: IncomingMessage["headers"][];
   /** Answer `status` to the next `count` requests (Infinity: until told otherwise). */
   failNext(count: number, status?: number): void;
-  /** Answer `status` to requests for this key, for good. */
+  /** Answer `status` to every batch holding this key, for good. */
   rejectKey(key: string, status: number): void;
   close(): Promise<void>;
 }
@@ -24,6 +29,7 @@ export interface CountingSink {
 export async function startCountingSink(port = 0): Promise<CountingSink> {
   const counted = new Map<string, unknown>();
   const attempts: string[] = [];
+  const batches: string[][] = [];
   const headers: IncomingMessage["headers"][] = [];
   const rejected = new Map<string, number>();
   let failures = 0;
@@ -33,25 +39,32 @@ export async function startCountingSink(port = 0): Promise<CountingSink> {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
-      const key = String(req.headers["idempotency-key"] ?? "");
-      attempts.push(key);
+      let items: { key: string; record: unknown }[];
+      try {
+        items = (JSON.parse(Buffer.concat(chunks).toString("utf8")) as { items: typeof items })
+          .items;
+        if (!Array.isArray(items) || items.some((i) => typeof i.key !== "string"))
+          throw new Error();
+      } catch {
+        res.writeHead(400).end("body is not a batch of items");
+        return;
+      }
+      const keys = items.map((i) => i.key);
+      attempts.push(...keys);
+      batches.push(keys);
       headers.push(req.headers);
       if (failures > 0) {
         failures -= 1;
         res.writeHead(failStatus).end("try later");
         return;
       }
-      const rejection = rejected.get(key);
+      const rejection = keys.map((k) => rejected.get(k)).find((s) => s !== undefined);
       if (rejection !== undefined) {
         res.writeHead(rejection).end("bad record");
         return;
       }
-      if (counted.has(key)) {
-        res.writeHead(409).end("duplicate");
-        return;
-      }
-      counted.set(key, JSON.parse(Buffer.concat(chunks).toString("utf8")));
-      res.writeHead(201).end();
+      for (const item of items) if (!counted.has(item.key)) counted.set(item.key, item.record);
+      res.writeHead(200).end();
     });
   });
   await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
@@ -61,6 +74,7 @@ export async function startCountingSink(port = 0): Promise<CountingSink> {
     port: actual,
     counted,
     attempts,
+    batches,
     headers,
     failNext(count, status = 503) {
       failures = count;
