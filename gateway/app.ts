@@ -2,6 +2,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import { sendError } from "../lib/http/error-reply.js";
 import { HttpErrors } from "../lib/http/http-errors.js";
 import { acceptJsonBodiesOnly } from "../lib/http/json-body.js";
+import { logFieldsOf } from "../lib/http/log-fields.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { buildOpenApiDocument } from "./openapi.js";
 import { echoRequestId, requestIdFrom } from "./plugins/request-id.js";
@@ -62,10 +63,11 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
     throw HttpErrors.notFound(request.method, request.url);
   });
 
-  app.addHook("onResponse", async (request, reply) => {
-    // One line per request, at completion; reply.log carries the caller's ids.
+  app.addHook("onResponse", (request, reply, done) => {
+    // One line per request, at completion, with the caller's ids.
     reply.log.info(
       {
+        ...logFieldsOf(request),
         method: request.method,
         url: request.url,
         statusCode: reply.statusCode,
@@ -76,13 +78,15 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
     const url = request.routeOptions.url;
     const route =
       url === payResponsesRoute.path ? "pay" : url === responsesRoute.path ? "api-key" : null;
-    if (!route) return;
-    const body = request.body as { model?: unknown } | undefined;
-    const model = typeof body?.model === "string" ? body.model : "";
-    // Only known ids become label values: a caller cannot grow the label set.
-    const known = deps.registry.resolve(model) ? model : "";
-    deps.metrics.requests.inc({ route, status_code: String(reply.statusCode), model: known });
-    deps.metrics.duration.observe({ route }, reply.elapsedTime / 1000);
+    if (route) {
+      const body = request.body as { model?: unknown } | undefined;
+      const model = typeof body?.model === "string" ? body.model : "";
+      // Only known ids become label values: a caller cannot grow the label set.
+      const known = deps.registry.resolve(model) ? model : "";
+      deps.metrics.requests.inc({ route, status_code: String(reply.statusCode), model: known });
+      deps.metrics.duration.observe({ route }, reply.elapsedTime / 1000);
+    }
+    done();
   });
 
   app.post(responsesRoute.path, responsesHandler(deps));

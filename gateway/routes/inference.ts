@@ -1,9 +1,11 @@
+import { EventEmitter } from "node:events";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { ResponsesRequest } from "../../api/responses-request.js";
 import { checkForTask, validateRequest } from "../../api/validation.js";
 import type { RouteName } from "../../crds/inference-model.js";
 import { HttpErrors } from "../../lib/http/http-errors.js";
 import { jsonBody } from "../../lib/http/json-body.js";
+import { logFieldsOf } from "../../lib/http/log-fields.js";
 import { GatewayErrors } from "../errors.js";
 import type { GatewayMetrics } from "../metrics.js";
 import type { ModelRegistry, RoutableModel } from "../registry/registry.js";
@@ -52,15 +54,18 @@ export async function forward(
   admitted: Admitted,
 ): Promise<Forwarded> {
   const started = performance.now();
-  const abort = new AbortController();
+  // A client that goes away cancels the runtime's work. undici takes an
+  // EventEmitter that emits "abort" as a signal, which costs a fraction of
+  // an AbortController per request.
+  const abort = new EventEmitter();
   request.raw.once("close", () => {
-    if (request.raw.destroyed && !request.raw.complete) abort.abort();
+    if (request.raw.destroyed && !request.raw.complete) abort.emit("abort");
   });
   const answer = await deps.upstream.forward({
     model: admitted.model,
     body: request.rawBody ?? Buffer.from(JSON.stringify(admitted.body)),
     headers: { "content-type": "application/json", "x-request-id": request.id },
-    signal: abort.signal,
+    signal: abort,
   });
   deps.metrics.upstreamDuration.observe(
     { model: admitted.model.id },
@@ -74,7 +79,10 @@ export async function forward(
   }
   if (!relay.usage) {
     // Without usage nothing can be billed: refuse rather than serve for free.
-    request.log.error({ endpoint: answer.endpoint }, "runtime answered without usage headers");
+    request.log.error(
+      { ...logFieldsOf(request), endpoint: answer.endpoint },
+      "runtime answered without usage headers",
+    );
     throw GatewayErrors.upstreamError(admitted.model.id);
   }
   return { kind: "success", status: 200, headers, body: answer.body, usage: relay.usage };

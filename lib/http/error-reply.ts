@@ -2,6 +2,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { failedResponse } from "../../api/responses-response.js";
 import { isCodedError, type CodedError } from "../coded-error.js";
 import { HttpErrors } from "./http-errors.js";
+import { logFieldsOf } from "./log-fields.js";
 
 /**
  * Turns any thrown value into the spec's answer, in one place (spec section
@@ -40,14 +41,14 @@ export function sendError(
 ): FastifyReply {
   const coded = isCodedError(error) ? error : fromFastify(error as FastifyError, request);
   if (!coded || coded.statusCode === 500) {
-    request.log.error({ err: error }, "request failed");
+    request.log.error({ ...logFieldsOf(request), err: error }, "request failed");
     return reply.code(500).send(INTERNAL_ERROR_BODY);
   }
   if (coded.retryAfterSeconds !== undefined) {
     reply.header("retry-after", String(coded.retryAfterSeconds));
   }
   request.log.info(
-    { code: coded.code, param: coded.param, status: coded.statusCode },
+    { ...logFieldsOf(request), code: coded.code, param: coded.param, status: coded.statusCode },
     "request refused",
   );
   if (coded.body !== undefined) {

@@ -34,8 +34,7 @@ export function responsesHandler(deps: ResponsesDeps) {
     if (project !== null && !deps.keys.mayUseProject(identity, project)) {
       throw GatewayErrors.projectForbidden();
     }
-    // Both loggers: Fastify writes the request's completion line through reply.log.
-    request.log = reply.log = request.log.child({ keyId: identity.id, account: identity.account });
+    request.logFields = { keyId: identity.id, account: identity.account };
 
     const limit = deps.rateLimit.take(`key:${identity.id}`, identity.rateLimit);
     if (!limit.ok) {

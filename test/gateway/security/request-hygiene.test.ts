@@ -80,6 +80,36 @@ describe("body size", () => {
   );
 });
 
+describe("who called, in the logs", () => {
+  it("puts the key's id and account on a served request's completion line, never the key", async () => {
+    const res = await p.api(BODY, { headers: { "x-request-id": "who-called-1" } });
+    expect(res.status).toBe(200);
+    const done = logLinesContaining(p, "who-called-1").filter((l) =>
+      l.includes('"request completed"'),
+    );
+    expect(done).toHaveLength(1);
+    expect(JSON.parse(done[0]!)).toMatchObject({
+      keyId: p.keys.acme.id,
+      account: "acme",
+      statusCode: 200,
+    });
+    expect(logLinesContaining(p, p.keys.acme.key)).toEqual([]);
+  });
+
+  it("puts them on a refused request's line too", async () => {
+    const res = await p.api(
+      { ...BODY, temperature: 9 },
+      { headers: { "x-request-id": "who-called-2" } },
+    );
+    expect(res.status).toBe(400);
+    const refused = logLinesContaining(p, "who-called-2").filter((l) =>
+      l.includes('"request refused"'),
+    );
+    expect(refused).toHaveLength(1);
+    expect(JSON.parse(refused[0]!)).toMatchObject({ keyId: p.keys.acme.id, account: "acme" });
+  });
+});
+
 describe("x-request-id from the caller", () => {
   it("echoes and logs a sane id unchanged (the control for the cases below)", async () => {
     const res = await p.api(BODY, { headers: { "x-request-id": "client-trace-42" } });
