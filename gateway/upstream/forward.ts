@@ -1,4 +1,5 @@
 import { Agent, request } from "undici";
+import type { EventEmitter } from "node:events";
 import type { IncomingHttpHeaders } from "node:http";
 import { GatewayErrors } from "../errors.js";
 import type { RoutableModel } from "../registry/registry.js";
@@ -15,7 +16,8 @@ export interface ForwardRequest {
   model: RoutableModel;
   body: Buffer;
   headers: Record<string, string>;
-  signal?: AbortSignal | undefined;
+  /** Cancels the request: an AbortSignal, or an EventEmitter that emits "abort". */
+  signal?: AbortSignal | EventEmitter | undefined;
 }
 
 export interface UpstreamResponse {
@@ -42,6 +44,11 @@ export function isConnectFailure(error: unknown): boolean {
     if (e === (e as { cause?: unknown }).cause) break;
   }
   return false;
+}
+
+function isAbort(error: unknown): boolean {
+  const e = error as { name?: string; code?: string };
+  return e.name === "AbortError" || e.code === "UND_ERR_ABORTED";
 }
 
 function isTimeout(error: unknown): boolean {
@@ -102,7 +109,8 @@ export class Upstream {
         if (isTimeout(error)) {
           throw GatewayErrors.requestTimeout(Math.round(model.timeoutMs / 1000));
         }
-        if (req.signal?.aborted) throw error;
+        // Cancelled by the caller (its client went away): nothing to retry or phrase.
+        if (isAbort(error)) throw error;
         if (isConnectFailure(error)) continue;
         throw Object.assign(GatewayErrors.upstreamError(model.id), { cause: error });
       } finally {

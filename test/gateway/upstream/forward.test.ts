@@ -1,6 +1,7 @@
+import { EventEmitter } from "node:events";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { isCodedError } from "../../../lib/coded-error.js";
 import type { RoutableModel } from "../../../gateway/registry/registry.js";
 import { Upstream } from "../../../gateway/upstream/forward.js";
@@ -151,6 +152,29 @@ describe("Upstream.forward", () => {
       }),
     ).rejects.toMatchObject({ code: "request_timeout", statusCode: 408 });
     expect(Date.now() - started).toBeLessThan(2_000);
+  });
+
+  it("cancels the runtime's request when the caller's signal fires, and tries no other endpoint", async () => {
+    upstream = new Upstream();
+    let closed = 0;
+    let hits = 0;
+    const hung = createServer((req) => {
+      hits++;
+      req.socket.once("close", () => closed++);
+    });
+    servers.push(hung);
+    await new Promise<void>((resolve) => hung.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(hung.address() as AddressInfo).port}`;
+    const cancel = new EventEmitter();
+    setTimeout(() => cancel.emit("abort"), 100);
+    const started = Date.now();
+    const outcome = await upstream
+      .forward({ model: model([url, url], 10_000), body, headers, signal: cancel })
+      .catch((error: unknown) => error);
+    expect((outcome as Error).name).toBe("AbortError");
+    expect(Date.now() - started).toBeLessThan(2_000);
+    await vi.waitFor(() => expect(closed).toBe(1));
+    expect(hits).toBe(1);
   });
 
   it("reuses pooled keep-alive connections", async () => {
