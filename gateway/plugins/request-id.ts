@@ -19,7 +19,8 @@ export function requestIdFrom(request: RawRequestDefaultExpression): string {
 }
 
 export function echoRequestId(app: FastifyInstance): void {
-  app.addHook("onRequest", async (request, reply) => {
+  app.addHook("onRequest", (request, reply, done) => {
     reply.header("x-request-id", request.id);
+    done();
   });
 }
