@@ -8,8 +8,8 @@ import { fmt } from "../runtime/stats.js";
  * Direct against through-the-gateway, for one runtime and one CPU layout, at
  * each client count. The same request bytes go both ways (the runtime
  * ignores the API key). Each point runs A-B-B-A in halves (direct, gateway,
- * gateway, direct), so a drift of the machine that is linear over the point
- * lands on both sides equally.
+ * gateway, direct), `plan.rounds` times, so a drift of the machine that is
+ * linear over a round lands on both sides equally.
  */
 export type Variant = "shared" | "pinned";
 
@@ -57,16 +57,22 @@ export async function compareSuite(
   const points: ComparePoint[] = [];
   for (const clients of plan.clients) {
     const halfMs = plan.pointMs / 2;
-    const d1 = await half(suite.runtime.url, clients, halfMs);
-    const g1 = await half(suite.gateway.url, clients, halfMs);
-    const g2 = await half(suite.gateway.url, clients, halfMs, true);
-    const d2 = await half(suite.runtime.url, clients, halfMs);
+    const direct = [];
+    const gateway = [];
+    // Several A-B-B-A rounds: a slow spell of the machine that lasts seconds
+    // lands on both sides, instead of deciding the point.
+    for (let round = 0; round < plan.rounds; round++) {
+      direct.push(await half(suite.runtime.url, clients, halfMs));
+      gateway.push(await half(suite.gateway.url, clients, halfMs));
+      gateway.push(await half(suite.gateway.url, clients, halfMs, true));
+      direct.push(await half(suite.runtime.url, clients, halfMs));
+    }
     const point: ComparePoint = {
       suite: suite.name,
       variant,
       clients,
-      direct: mergeParts([d1, d2]),
-      gateway: mergeParts([g1, g2]),
+      direct: mergeParts(direct),
+      gateway: mergeParts(gateway),
     };
     points.push(point);
     for (const side of ["direct", "gateway"] as const) {

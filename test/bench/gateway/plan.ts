@@ -1,6 +1,6 @@
 /**
  * Every count and duration of one run, decided up front so that its length
- * is known before it starts: about 2 minutes in full, about 30 s with
+ * is known before it starts: about 5 minutes in full, about 30 s with
  * `--quick`. Flags: --quick, --profile (CPU profile of the stand-in suite's
  * gateway child, summarised at the end), --log-level L (the gateway's; its
  * default "info" writes two JSON lines per request, as in production).
@@ -12,8 +12,10 @@ export interface GatewayBenchPlan {
   /** Hard stop for the whole run; a watchdog ends the process past it. */
   deadlineMs: number;
   clients: number[];
-  /** Time per side and client count, split into two halves run A-B-B-A. */
+  /** Time per side and client count in one round, split into two halves run A-B-B-A. */
   pointMs: number;
+  /** A-B-B-A rounds per point. */
+  rounds: number;
   /** Per half; with pointMs, whichever ends first. */
   halfMaxRequests: number;
   /** Per side, before a suite's first point: JIT, connections, the journals' first writes. */
@@ -41,9 +43,10 @@ export function planFrom(args: readonly string[]): GatewayBenchPlan {
     quick,
     profile: args.includes("--profile"),
     logLevel,
-    deadlineMs: quick ? 40_000 : 180_000,
+    deadlineMs: quick ? 40_000 : 420_000,
     clients: [1, 16, 64],
-    pointMs: quick ? 600 : 4_000,
+    pointMs: quick ? 600 : 3_000,
+    rounds: quick ? 1 : 3,
     halfMaxRequests: 200_000,
     warmupMs: quick ? 200 : 1_500,
     settleMaxMs: quick ? 1_000 : 2_000,
