@@ -1,4 +1,4 @@
-import { Agent, request } from "undici";
+import { Agent } from "undici";
 import type { EventEmitter } from "node:events";
 import type { IncomingHttpHeaders } from "node:http";
 import { GatewayErrors } from "../errors.js";
@@ -94,8 +94,11 @@ export class Upstream {
         // model's timeout bounds the wait for them, and a stall in the body
         // after. undici's own timers cost far less per request than an
         // AbortSignal.timeout combined with the caller's signal.
-        const response = await request(`${endpoint}/v1/responses`, {
-          dispatcher: this.agent,
+        // Origin and path given apart: the module-level request() would parse
+        // a URL string on every call.
+        const response = await this.agent.request({
+          origin: endpoint,
+          path: "/v1/responses",
           method: "POST",
           headers: req.headers,
           body: req.body,
