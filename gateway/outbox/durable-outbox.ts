@@ -289,9 +289,11 @@ export class DurableOutbox<T> {
   }
 
   /**
-   * One timer for the next moment a send may start. Sends in flight call
-   * pump when they end, so a backoff wait needs no timer then; a linger
-   * does, or a lingering record would wait for a slow send.
+   * One timer for the next moment a send may start (a backoff or a linger
+   * ending), kept as it is when that moment has not changed: pump runs on
+   * every append, and re-arming a timer each time would cost more than the
+   * send. Armed even while sends are in flight, so that a lingering batch
+   * never waits for a slow send to end.
    */
   private armWake(wakeAt: number, now: number): void {
     if (wakeAt === this.wakeAt && this.wakeTimer) return;
