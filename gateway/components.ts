@@ -34,9 +34,9 @@ export interface GatewayComponents {
 /** Billing records are never given up on: retried until the receiver answers. */
 const NEVER_GIVE_UP = { baseDelayMs: 500, maxDelayMs: 60_000 };
 /** Usage records per POST to the sink, at most. */
-export const USAGE_BATCH_MAX = 100;
+const USAGE_BATCH_MAX = 100;
 /** How long a usage record may wait for others to share its POST. */
-export const USAGE_LINGER_MS = 100;
+const USAGE_LINGER_MS = 100;
 
 export async function createGatewayComponents(
   config: GatewayConfig,

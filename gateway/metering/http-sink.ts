@@ -1,5 +1,5 @@
 import { request, type Dispatcher } from "undici";
-import type { OutboxSendBatch } from "../outbox/durable-outbox.js";
+import type { OutboxItem, OutboxSendBatch } from "../outbox/durable-outbox.js";
 
 export interface HttpSinkOptions {
   /** `POST` target; receives a batch of records per request. */
@@ -45,7 +45,7 @@ export function isRetryableSinkError(error: unknown): boolean {
 
 /** The body of one delivery: records with the keys the sink dedupes them on. */
 export interface SinkBatchBody<T> {
-  items: { key: string; record: T }[];
+  items: readonly OutboxItem<T>[];
 }
 
 /**
@@ -60,7 +60,8 @@ export function createHttpSinkSender<T>(options: HttpSinkOptions): OutboxSendBat
   if (options.token) headers.authorization = `Bearer ${options.token}`;
 
   return async (items, { signal }) => {
-    const body: SinkBatchBody<T> = { items: items.map(({ key, record }) => ({ key, record })) };
+    // The outbox's items are already the wire shape.
+    const body: SinkBatchBody<T> = { items };
     const response = await request(options.url, {
       method: "POST",
       headers,
