@@ -88,6 +88,10 @@ program
   .option("--watch-namespace <ns>", "only route models of this namespace (default: all)")
   .option("--keys-file <file>", "API keys file (hashed keys, accounts, projects)")
   .option("--state-dir <dir>", "where usage and settlement journals are kept")
+  .option(
+    "--journal-sync <when>",
+    "journals reach the disk: always (before each answer) or within a duration (default 100ms)",
+  )
   .option("--usage-sink-url <url>", "where usage records are exported")
   .option("--usage-sink-token-file <file>", "bearer token for the usage sink")
   .option("--pay-provider-url <url>", "the payment provider's base URL")

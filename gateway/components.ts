@@ -55,6 +55,7 @@ export async function createGatewayComponents(
   const usageOutbox = new DurableOutbox<UsageRecord>({
     dir: join(config.stateDir, "usage"),
     name: "usage",
+    journalSync: config.journalSync,
     sendBatch: config.usageSinkUrl
       ? createHttpSinkSender({
           url: config.usageSinkUrl,
@@ -92,6 +93,7 @@ export async function createGatewayComponents(
     const settlements = new DurableOutbox<SettlementRecord>({
       dir: join(config.stateDir, "settlements"),
       name: "settlements",
+      journalSync: config.journalSync,
       send: settlementSender(client),
       isRetryable: isRetryableSettlementError,
       retry: NEVER_GIVE_UP,

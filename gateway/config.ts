@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { parseSettings } from "../lib/settings.js";
+import type { JournalSync } from "./outbox/journal-file.js";
 
 /**
  * `modelgate gateway` settings: flags first, then MODELGATE_* variables,
@@ -9,6 +10,26 @@ import { parseSettings } from "../lib/settings.js";
  * the setting's name. Secrets come from files (mounted Secrets), never flags.
  */
 const positiveInt = z.coerce.number().int().positive();
+
+/**
+ * When the outbox journals (usage records, settlements) reach the disk:
+ * `always` before each answer, or a background sync at most this long after
+ * a write (`100ms`, `1s`). Either way a record is written before the answer,
+ * so a restart or crash of the gateway loses none; the interval is what a
+ * crash of the machine can lose. See docs/metering.md.
+ */
+export const journalSyncSchema = z
+  .string()
+  .regex(/^(always|[1-9][0-9]*(ms|s))$/, "must be always, or a duration such as 100ms or 1s")
+  .refine((value) => value === "always" || syncIntervalMs(value) <= 60_000, "must be at most 60s")
+  .transform((value): JournalSync =>
+    value === "always" ? "always" : { everyMs: syncIntervalMs(value) },
+  );
+
+function syncIntervalMs(duration: string): number {
+  const amount = Number.parseInt(duration, 10);
+  return duration.endsWith("ms") ? amount : amount * 1000;
+}
 
 export const gatewayConfigSchema = z.object({
   host: z.string().default("0.0.0.0"),
@@ -26,6 +47,7 @@ export const gatewayConfigSchema = z.object({
     .optional(),
   keysFile: z.string().min(1).optional(),
   stateDir: z.string().min(1).default(".modelgate/gateway"),
+  journalSync: journalSyncSchema.prefault("100ms"),
   usageSinkUrl: z.url().optional(),
   usageSinkTokenFile: z.string().min(1).optional(),
   payProviderUrl: z.url().optional(),

@@ -1,6 +1,7 @@
 import type { Logger } from "../../lib/logger.js";
 import { attemptsExhausted, backoffDelayMs, type RetryPolicy } from "./backoff.js";
 import type { AckOutcome } from "./journal-lines.js";
+import type { JournalSync } from "./journal-file.js";
 import { OutboxJournals } from "./outbox-journals.js";
 
 export type OutboxSend<T> = (
@@ -38,6 +39,13 @@ export interface DurableOutboxOptions<T> {
   dir: string;
   /** File name stem: `<name>.records.jsonl`, `.acks.jsonl`, `.dead.jsonl`. */
   name: string;
+  /**
+   * When appended records reach the disk; default `"always"` (before
+   * `append` resolves). With an interval, `append` resolves once the record
+   * is written, which a crash of the process cannot undo, and a crash of the
+   * machine can lose the last interval.
+   */
+  journalSync?: JournalSync;
   /** Delivers one record at a time. Give this or `sendBatch`. */
   send?: OutboxSend<T>;
   /** Delivers up to `maxBatch` records at a time. Give this or `send`. */
@@ -79,12 +87,13 @@ interface Entry<T> {
 
 /**
  * A durable outbox: records that must reach another service (usage for
- * billing, payment settlements) are journaled to disk and fsynced before
- * `append` resolves, then delivered in the background until the receiver
- * confirms them.
+ * billing, payment settlements) are journaled to a file before `append`
+ * resolves (and synced to disk as `journalSync` says), then delivered in the
+ * background until the receiver confirms them.
  *
  * Guarantees: a record whose `append` resolved is delivered at least once,
- * across crashes and restarts, with the same idempotency key on every attempt,
+ * across crashes and restarts of the process (and of the machine, for what
+ * was synced), with the same idempotency key on every attempt,
  * so a receiver that dedupes on the key counts it exactly once. A record the
  * receiver rejects for good (non-retryable, or out of attempts) is parked in
  * the dead-letter file and logged, never dropped.
@@ -154,8 +163,9 @@ export class DurableOutbox<T> {
   }
 
   /**
-   * Journals a record and resolves once it is on disk. The caller answers its
-   * client only after this: a crash later loses nothing. A key already
+   * Journals a record and resolves once it is written (and on disk, if the
+   * journal syncs always). The caller answers its client only after this: a
+   * crash of the process later loses nothing. A key already
    * journaled (pending, or delivered since the last compaction) is not added
    * twice.
    */
@@ -169,7 +179,7 @@ export class DurableOutbox<T> {
     const at = this.now();
     const written = journals
       .appendRecord({ key: idempotencyKey, at, record }, () => {
-        // Runs as soon as the line is durable, inside the journal queue, so a
+        // Runs as soon as the line is written, inside the journal queue, so a
         // compaction queued after this append always sees the entry.
         this.entries.set(idempotencyKey, this.newEntry(idempotencyKey, at, record));
         this.reportPending();
@@ -214,7 +224,17 @@ export class DurableOutbox<T> {
 
   private async replay(): Promise<void> {
     const { dir, name, logger } = this.options;
-    const { journals, replay: replayed, tornBytes } = await OutboxJournals.open(dir, name);
+    const {
+      journals,
+      replay: replayed,
+      tornBytes,
+    } = await OutboxJournals.open(dir, name, {
+      sync: this.options.journalSync ?? "always",
+      // Not fatal: the lines are written and the sync is tried again; only a
+      // crash of the machine before it succeeds could lose them.
+      onSyncError: (error, path) =>
+        logger.error({ outbox: name, path, err: describe(error) }, "outbox journal sync failed"),
+    });
     this.journals = journals;
     if (tornBytes > 0) {
       logger.warn({ outbox: name, bytes: tornBytes }, "outbox journal had a torn last line; cut");

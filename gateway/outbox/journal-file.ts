@@ -24,34 +24,59 @@ export class SerialQueue {
 
 interface Pending {
   data: string;
-  /** Runs synchronously once the data is on disk, before anything else is queued. */
-  onDurable: () => void;
+  /** Runs synchronously once the data is written, before anything else is queued. */
+  onWritten: () => void;
   resolve: () => void;
   reject: (error: unknown) => void;
 }
 
 /**
- * An append-only file whose appends resolve only once on disk.
+ * When a journal's appends reach the disk itself, not only the kernel's page
+ * cache. Either way an append resolves only once written, so a crash of the
+ * process loses nothing; what syncing adds is surviving a crash of the
+ * machine (power, kernel).
+ * - `"always"`: each write returns once on disk (O_DSYNC), as write +
+ *   fdatasync would, in one trip to the thread pool instead of two.
+ * - `{ everyMs }`: an fdatasync in the background at most that long after a
+ *   write, as Redis's `appendfsync everysec` and NATS JetStream's
+ *   `sync_interval` do; a machine crash can lose that window.
+ * - `"never"`: the kernel writes back when it likes.
+ */
+export type JournalSync = "always" | "never" | { everyMs: number };
+
+export interface JournalFileOptions {
+  sync?: JournalSync;
+  /** A background fdatasync failed; it is tried again after the interval. */
+  onSyncError?: (error: unknown, path: string) => void;
+}
+
+/**
+ * An append-only file whose appends resolve once written (and, per its
+ * `JournalSync`, on disk).
  *
- * Appends that arrive while a flush is under way are gathered and written by
- * the next flush with one write (group commit), so the cost of durability is
- * shared by concurrent requests instead of paid by each. A durable journal is
- * opened with O_DSYNC: each write returns once its data and the file size are
- * on disk, as write + fdatasync would, in one trip to the thread pool instead
- * of two. The size is all a reader of appended lines needs.
+ * Appends that arrive while a write is under way are gathered and written by
+ * the next flush with one write (group commit), so the cost of a write is
+ * shared by concurrent requests instead of paid by each. Writes, background
+ * syncs and replacements all run in the shared serial queue, so a sync never
+ * races a replacement of the file.
  */
 export class JournalFile {
   private handle: FileHandle;
   private size: number;
   private buffer: Pending[] = [];
   private flushQueued = false;
+  /** Written since the last fdatasync (interval sync only). */
+  private unsynced = false;
+  private syncTimer: NodeJS.Timeout | undefined;
+  private closed = false;
 
   private constructor(
     readonly path: string,
     handle: FileHandle,
     size: number,
     private readonly queue: SerialQueue,
-    private readonly durable: boolean,
+    private readonly sync: JournalSync,
+    private readonly onSyncError: (error: unknown, path: string) => void,
   ) {
     this.handle = handle;
     this.size = size;
@@ -64,10 +89,10 @@ export class JournalFile {
   static async open(
     path: string,
     queue: SerialQueue,
-    options: { durable?: boolean } = {},
+    options: JournalFileOptions = {},
   ): Promise<{ journal: JournalFile; lines: string[]; tornBytes: number }> {
-    const durable = options.durable ?? true;
-    const handle = await open(path, appendFlags(durable, "read"));
+    const sync = options.sync ?? "always";
+    const handle = await open(path, appendFlags(sync, "read"));
     try {
       const text = await handle.readFile({ encoding: "utf8" });
       const split = splitCompleteLines(text);
@@ -76,7 +101,14 @@ export class JournalFile {
         await handle.truncate(split.completeBytes);
         await handle.datasync();
       }
-      const journal = new JournalFile(path, handle, split.completeBytes, queue, durable);
+      const journal = new JournalFile(
+        path,
+        handle,
+        split.completeBytes,
+        queue,
+        sync,
+        options.onSyncError ?? (() => {}),
+      );
       return { journal, lines: split.lines, tornBytes: total - split.completeBytes };
     } catch (error) {
       await handle.close();
@@ -84,10 +116,10 @@ export class JournalFile {
     }
   }
 
-  /** Appends `data` (whole lines); resolves once it is written, and on disk if the journal is durable. */
-  append(data: string, onDurable: () => void = () => {}): Promise<void> {
+  /** Appends `data` (whole lines); resolves once it is written, and on disk if the journal syncs always. */
+  append(data: string, onWritten: () => void = () => {}): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.buffer.push({ data, onDurable, resolve, reject });
+      this.buffer.push({ data, onWritten, resolve, reject });
       if (!this.flushQueued) {
         this.flushQueued = true;
         void this.queue.run(() => this.flush());
@@ -103,13 +135,17 @@ export class JournalFile {
   async replaceContent(content: string): Promise<void> {
     await writeFileDurably(this.path, content);
     await this.handle.close();
-    this.handle = await open(this.path, appendFlags(this.durable, "write"));
+    this.handle = await open(this.path, appendFlags(this.sync, "write"));
     this.size = Buffer.byteLength(content, "utf8");
+    this.unsynced = false;
   }
 
-  /** Closes the file once every queued append has been written. */
+  /** Closes the file once every queued append has been written, and synced if it syncs at all. */
   async close(): Promise<void> {
-    await this.queue.idle();
+    this.closed = true;
+    if (this.syncTimer) clearTimeout(this.syncTimer);
+    this.syncTimer = undefined;
+    await this.queue.run(() => this.syncNow());
     await this.handle.close();
   }
 
@@ -129,17 +165,46 @@ export class JournalFile {
       for (const item of batch) item.reject(error);
       return;
     }
+    if (typeof this.sync === "object") {
+      this.unsynced = true;
+      this.armSync(this.sync.everyMs);
+    }
     for (const item of batch) {
-      item.onDurable();
+      item.onWritten();
       item.resolve();
+    }
+  }
+
+  /** One timer per interval, not per write: a busy journal syncs once per interval. */
+  private armSync(everyMs: number): void {
+    if (this.syncTimer || this.closed) return;
+    this.syncTimer = setTimeout(() => {
+      this.syncTimer = undefined;
+      void this.queue.run(() => this.syncNow());
+    }, everyMs);
+    // A process that exits leaves its writes in the page cache, which the
+    // kernel still writes back; the timer need not hold the process.
+    this.syncTimer.unref();
+  }
+
+  private async syncNow(): Promise<void> {
+    if (!this.unsynced) return;
+    // Cleared first: appends queue behind this, so none lands mid-sync.
+    this.unsynced = false;
+    try {
+      await this.handle.datasync();
+    } catch (error) {
+      this.unsynced = true;
+      this.onSyncError(error, this.path);
+      if (typeof this.sync === "object") this.armSync(this.sync.everyMs);
     }
   }
 }
 
-/** Open flags for appending; a durable journal's writes are synchronous (O_DSYNC). */
-function appendFlags(durable: boolean, access: "read" | "write"): number {
+/** Open flags for appending; a journal that syncs always writes with O_DSYNC. */
+function appendFlags(sync: JournalSync, access: "read" | "write"): number {
   const base = (access === "read" ? constants.O_RDWR : constants.O_WRONLY) | constants.O_APPEND;
-  return base | constants.O_CREAT | (durable ? constants.O_DSYNC : 0);
+  return base | constants.O_CREAT | (sync === "always" ? constants.O_DSYNC : 0);
 }
 
 /** Writes a whole file atomically and durably (temp file, fsync, rename, fsync folder). */

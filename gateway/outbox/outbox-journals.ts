@@ -1,6 +1,11 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { JournalFile, SerialQueue, syncDirectory } from "./journal-file.js";
+import {
+  JournalFile,
+  SerialQueue,
+  syncDirectory,
+  type JournalFileOptions,
+} from "./journal-file.js";
 import {
   encodeLine,
   replayJournals,
@@ -18,8 +23,9 @@ import {
  *   <name>.dead.jsonl     records given up on, for an operator; never compacted
  *
  * All writes go through one serial queue, so a compaction (which replaces
- * files) never interleaves with an append, and every record append is fsynced
- * before its promise resolves.
+ * files) never interleaves with an append. Record appends are written before
+ * their promise resolves and synced to disk as `options.sync` says; dead
+ * letters are rare and always synced; acks never are.
  */
 export class OutboxJournals {
   private constructor(
@@ -33,16 +39,17 @@ export class OutboxJournals {
   static async open(
     dir: string,
     name: string,
+    options: JournalFileOptions = {},
   ): Promise<{ journals: OutboxJournals; replay: Replay; tornBytes: number }> {
     await mkdir(dir, { recursive: true });
     const queue = new SerialQueue();
     const path = (kind: string): string => join(dir, `${name}.${kind}.jsonl`);
-    const records = await JournalFile.open(path("records"), queue);
+    const records = await JournalFile.open(path("records"), queue, options);
     // Acks are not fsynced: an ack lost in a crash only means the record is
     // sent again under the same idempotency key, which the receiver dedupes.
     // That saves an fsync per delivered record.
-    const acks = await JournalFile.open(path("acks"), queue, { durable: false });
-    const dead = await JournalFile.open(path("dead"), queue);
+    const acks = await JournalFile.open(path("acks"), queue, { ...options, sync: "never" });
+    const dead = await JournalFile.open(path("dead"), queue, { ...options, sync: "always" });
     // New files exist only once their folder entry is on disk too.
     await syncDirectory(dir);
     const journals = new OutboxJournals(queue, records.journal, acks.journal, dead.journal);
@@ -53,13 +60,13 @@ export class OutboxJournals {
     };
   }
 
-  /** `onDurable` runs inside the queue as soon as the line is on disk. */
-  appendRecord(line: RecordLine<unknown>, onDurable: () => void): Promise<void> {
-    return this.records.append(encodeLine(line), onDurable);
+  /** `onWritten` runs inside the queue as soon as the line is written. */
+  appendRecord(line: RecordLine<unknown>, onWritten: () => void): Promise<void> {
+    return this.records.append(encodeLine(line), onWritten);
   }
 
-  appendAck(key: string, outcome: AckOutcome, at: number, onDurable: () => void): Promise<void> {
-    return this.acks.append(encodeLine({ key, at, outcome }), onDurable);
+  appendAck(key: string, outcome: AckOutcome, at: number, onWritten: () => void): Promise<void> {
+    return this.acks.append(encodeLine({ key, at, outcome }), onWritten);
   }
 
   appendDeadLetter(line: DeadLetterLine<unknown>): Promise<void> {

@@ -70,6 +70,11 @@ describe("values.schema.json", () => {
     ],
     ["a misspelt key", { "gatway.replicaCount": 1 }, "additional properties 'gatway' not allowed"],
     [
+      "a journal sync that is not always or a duration",
+      { "gateway.journalSync": "often" },
+      "at '/gateway/journalSync': 'often' does not match pattern",
+    ],
+    [
       "a bad watch namespace",
       { watchNamespace: "Models_1" },
       "at '/watchNamespace': 'Models_1' does not match pattern",

@@ -162,6 +162,7 @@ describe("the chart with default values", () => {
       "--port=8080",
       "--keys-file=/etc/modelgate/keys/keys.yaml",
       "--state-dir=/var/lib/modelgate/gateway",
+      "--journal-sync=100ms",
       "--rate-limit-per-minute=600",
       "--rate-limit-burst=60",
       "--body-limit-bytes=1048576",

@@ -210,7 +210,7 @@ describe("chart value sets", () => {
     expect(Object.keys(annotations).sort()).toEqual(["checksum/pay", "checksum/usage-sink"]);
   });
 
-  it("persistence: a kept PVC, one replica, and the Recreate strategy", async () => {
+  it("persistence: a kept PVC, one replica, the Recreate strategy, journals synced always", async () => {
     const objects = await render({ files: [CI_VALUES("persistence")] });
     const pvc = one<V1PersistentVolumeClaim>(objects, "PersistentVolumeClaim", "gateway-state");
     expect(pvc.metadata?.annotations?.["helm.sh/resource-policy"]).toBe("keep");
@@ -219,6 +219,7 @@ describe("chart value sets", () => {
     const gateway = gatewayOf(objects);
     expect(gateway.spec?.replicas).toBe(1);
     expect(gateway.spec?.strategy).toEqual({ type: "Recreate" });
+    expect(gateway.spec?.template.spec?.containers[0]?.args).toContain("--journal-sync=always");
     expect(gateway.spec?.template.spec?.volumes).toContainEqual({
       name: "state",
       persistentVolumeClaim: { claimName: "mg-modelgate-gateway-state" },
