@@ -188,7 +188,8 @@ describe("DurableOutbox", () => {
     await Promise.all(keys(150).map((key, n) => outbox.append(key, { n })));
     await outbox.start();
     await outbox.whenIdle();
-    expect(s.batches.map((b) => b.length)).toEqual([40, 40, 40, 30]);
+    // Two sends in flight: the last two batches may reach the sink in either order.
+    expect(s.batches.map((b) => b.length).sort()).toEqual([30, 40, 40, 40]);
     expect(s.attempts.sort()).toEqual(keys(150).sort());
     expect(s.counted.get("req_149")).toEqual({ n: 149 });
   });
