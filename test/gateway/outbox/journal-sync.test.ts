@@ -19,8 +19,9 @@ async function openFlags(path: string): Promise<number> {
   throw new Error(`${path} is not open`);
 }
 
-async function openOutbox(journalSync?: JournalSync) {
-  const dir = await outboxDir();
+/** An outbox over `dir` (default: a new folder) that never delivers, opened. */
+async function openOutbox(journalSync?: JournalSync, dir?: string) {
+  dir ??= await outboxDir();
   const outbox = new DurableOutbox<{ n: number }>({
     dir,
     name: "usage",
@@ -31,7 +32,7 @@ async function openOutbox(journalSync?: JournalSync) {
   });
   onCleanup(() => outbox.close());
   await outbox.open();
-  return { dir, outbox, file: (kind: string) => join(dir, `usage.${kind}.jsonl`) };
+  return { outbox, file: (kind: string) => join(dir, `usage.${kind}.jsonl`) };
 }
 
 /** Runs crash-child.ts: `count` appends, then SIGKILL right after the last one resolved. */
@@ -79,15 +80,7 @@ describe("journal sync", () => {
     async (_what, sync) => {
       const dir = await outboxDir();
       await appendThenKill(dir, 50, sync);
-      const next = new DurableOutbox<{ n: number }>({
-        dir,
-        name: "usage",
-        send: () => Promise.reject(new Error("not delivered in this test")),
-        retry: fastRetry,
-        logger: logs().logger,
-      });
-      onCleanup(() => next.close());
-      await next.open();
+      const { outbox: next } = await openOutbox(undefined, dir);
       expect(next.pending()).toBe(50);
     },
   );
