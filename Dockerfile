@@ -8,11 +8,11 @@
 #   docker run --rm modelgate:dev runtime serve --model-path /models/m
 #   docker run --rm modelgate:dev runtime fetch --source hf://org/name --dest /models/m
 #
-# Node 22 LTS in both stages (docs: the image runs the current LTS, the code
-# stays valid on Node 20.19+). Build and run on the same major so that
-# whatever npm resolves at build time is what runs.
-ARG NODE_IMAGE=node:22-bookworm-slim
-ARG RUNTIME_IMAGE=gcr.io/distroless/nodejs22-debian12:nonroot
+# Node 24 LTS in both stages, the project's baseline (package.json engines).
+# Build and run on the same major so that whatever npm resolves at build time
+# is what runs.
+ARG NODE_IMAGE=node:24-bookworm-slim
+ARG RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian12:nonroot
 
 # ---- build: install, compile, drop dev dependencies -------------------------
 FROM ${NODE_IMAGE} AS build
@@ -20,13 +20,14 @@ FROM ${NODE_IMAGE} AS build
 ARG TARGETARCH=amd64
 WORKDIR /app
 # onnxruntime-node's install script would download GPU libraries; the CPU
-# libraries ship inside the package (.npmrc says the same).
+# libraries ship inside the package. package.json's allowScripts denies it
+# on npm 11.19+; the variable covers an older npm in the image.
 ENV ONNXRUNTIME_NODE_INSTALL=skip \
     NPM_CONFIG_UPDATE_NOTIFIER=false \
     NPM_CONFIG_FUND=false \
     NPM_CONFIG_AUDIT=false
 
-COPY package.json package-lock.json .npmrc ./
+COPY package.json package-lock.json ./
 RUN npm ci
 
 COPY tsconfig.json tsconfig.build.json ./

@@ -1,6 +1,7 @@
-import { Agent as HttpAgent } from "node:http";
-import { Agent as HttpsAgent, type AgentOptions } from "node:https";
-import { KubeConfig, type RequestContext } from "@kubernetes/client-node";
+import { createHash } from "node:crypto";
+import type { AgentOptions } from "node:https";
+import { KubeConfig, type Cluster } from "@kubernetes/client-node";
+import type { Dispatcher } from "undici";
 
 /**
  * The API server's address and credentials, found the way kubectl and
@@ -22,67 +23,57 @@ export function loadKubeConfig(kubeconfigPath?: string): KubeConfig {
   return kc;
 }
 
+type MakeDispatcher = (cluster: Cluster | null, options: AgentOptions) => Dispatcher | undefined;
+
 /**
  * A KubeConfig whose requests share one keep-alive connection pool. The
- * library builds a new agent for every request, so each API call opened a
- * fresh TCP and TLS connection (and sent `Connection: close`): at hundreds
- * of writes a second that handshake was a large share of the API server's
- * and the operator's CPU. The pooled agent is rebuilt when the TLS material
- * changes (a rotated client certificate or CA); bearer tokens travel in
- * headers, which are still set per request, so a refreshed service-account
- * token is picked up as before. Proxy agents are left as the library makes them.
+ * library (2.x) builds a new undici dispatcher for every API call, so each
+ * call opened a fresh TCP and TLS connection: at hundreds of writes a second
+ * that handshake was a large share of the API server's and the operator's
+ * CPU. Dispatchers are kept by the TLS material and proxy they were built
+ * for, so a rotated client certificate or CA gets a new pool (the old one
+ * drains and closes); bearer tokens travel in headers, set per request, so a
+ * refreshed service-account token is picked up as before.
+ *
+ * The library's own factory is wrapped, not rewritten: what a dispatcher is
+ * made of stays the library's decision.
  */
 export class PooledKubeConfig extends KubeConfig {
-  private pooled: { agent: HttpAgent; options: AgentOptions } | undefined;
+  private pooled: { key: string; dispatcher: Dispatcher } | undefined;
 
-  override async applySecurityAuthentication(context: RequestContext): Promise<void> {
-    await super.applySecurityAuthentication(context);
-    const fresh = context.getAgent();
-    if (fresh) context.setAgent(this.pool(fresh));
+  constructor() {
+    super();
+    const self = this as unknown as { createDispatcher: MakeDispatcher };
+    const make = self.createDispatcher.bind(this);
+    self.createDispatcher = (cluster, options) => this.pool(cluster, options, make);
   }
 
-  override async applyToHTTPSOptions(
-    opts: Parameters<KubeConfig["applyToHTTPSOptions"]>[0],
-  ): Promise<void> {
-    await super.applyToHTTPSOptions(opts);
-    const holder = opts as { agent?: unknown };
-    if (holder.agent instanceof HttpAgent) holder.agent = this.pool(holder.agent);
+  private pool(
+    cluster: Cluster | null,
+    options: AgentOptions,
+    make: MakeDispatcher,
+  ): Dispatcher | undefined {
+    const key = fingerprint(this.createDispatcherOptions(cluster, options));
+    if (this.pooled?.key === key) return this.pooled.dispatcher;
+    const dispatcher = make(cluster, options);
+    if (!dispatcher) return undefined;
+    const previous = this.pooled;
+    this.pooled = { key, dispatcher };
+    // Requests in flight on the old pool finish; then it closes.
+    if (previous) void previous.dispatcher.close().catch(() => undefined);
+    return dispatcher;
   }
+}
 
-  private pool(fresh: HttpAgent): HttpAgent {
-    const isHttps = fresh instanceof HttpsAgent;
-    if (!isHttps && fresh.constructor !== HttpAgent) return fresh;
-    const options = (fresh as HttpAgent & { options: AgentOptions }).options;
-    if (this.pooled && sameTls(this.pooled.options, options)) {
-      fresh.destroy();
-      return this.pooled.agent;
+/** A stable digest of dispatcher options; key material is hashed, never kept as text. */
+function fingerprint(options: unknown): string {
+  const json = JSON.stringify(options, (_key, value: unknown) => {
+    // Buffers reach the replacer already turned into { type: "Buffer", data }.
+    const asBuffer = value as { type?: string; data?: number[] };
+    if (asBuffer?.type === "Buffer" && Array.isArray(asBuffer.data)) {
+      return `buffer:${Buffer.from(asBuffer.data).toString("base64")}`;
     }
-    const settings = { ...options, keepAlive: true, keepAliveMsecs: 30_000 };
-    const agent = isHttps ? new HttpsAgent(settings) : new HttpAgent(settings);
-    fresh.destroy();
-    this.pooled = { agent, options };
-    return agent;
-  }
-}
-
-const TLS_FIELDS = [
-  "ca",
-  "cert",
-  "key",
-  "pfx",
-  "passphrase",
-  "rejectUnauthorized",
-  "servername",
-] as const;
-
-function sameTls(a: AgentOptions, b: AgentOptions): boolean {
-  return TLS_FIELDS.every((field) => sameValue(a[field], b[field]));
-}
-
-function sameValue(a: unknown, b: unknown): boolean {
-  if (Buffer.isBuffer(a) && Buffer.isBuffer(b)) return a.equals(b);
-  if (Array.isArray(a) && Array.isArray(b)) {
-    return a.length === b.length && a.every((item, i) => sameValue(item, b[i]));
-  }
-  return a === b;
+    return value;
+  });
+  return createHash("sha256").update(json).digest("hex");
 }

@@ -1,5 +1,5 @@
 import { request as httpRequest } from "node:http";
-import { request as httpsRequest, type Agent } from "node:https";
+import { request as httpsRequest, type RequestOptions } from "node:https";
 import type { KubeConfig, KubernetesListObject, KubernetesObject } from "@kubernetes/client-node";
 
 /**
@@ -53,31 +53,28 @@ export async function getText(
   for (const [key, value] of Object.entries(query)) {
     if (value !== undefined && value !== "") url.searchParams.set(key, value);
   }
-  const init = await kc.applyToFetchOptions({});
-  const headers: Record<string, string> = { accept: "application/json" };
-  (init.headers as Headers | undefined)?.forEach((value, key) => (headers[key] = value));
+  // The library's own TLS material, credentials and (cached, keep-alive) agent.
+  const options: RequestOptions = { headers: {} };
+  await kc.applyToHTTPSOptions(options);
+  const headers = { ...(options.headers as Record<string, string>), accept: "application/json" };
   const send = url.protocol === "https:" ? httpsRequest : httpRequest;
   return new Promise<string>((resolve, reject) => {
-    const req = send(
-      url,
-      { method: "GET", headers, agent: init.agent as Agent | undefined },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (c: Buffer) => chunks.push(c));
-        res.on("error", reject);
-        res.on("end", () => {
-          const body = Buffer.concat(chunks).toString("utf8");
-          if (res.statusCode !== 200) {
-            const error = new Error(
-              `GET ${url.pathname}: HTTP ${res.statusCode}: ${body.slice(0, 300)}`,
-            );
-            Object.assign(error, { statusCode: res.statusCode });
-            return reject(error);
-          }
-          resolve(body);
-        });
-      },
-    );
+    const req = send(url, { ...options, method: "GET", headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("error", reject);
+      res.on("end", () => {
+        const body = Buffer.concat(chunks).toString("utf8");
+        if (res.statusCode !== 200) {
+          const error = new Error(
+            `GET ${url.pathname}: HTTP ${res.statusCode}: ${body.slice(0, 300)}`,
+          );
+          Object.assign(error, { statusCode: res.statusCode });
+          return reject(error);
+        }
+        resolve(body);
+      });
+    });
     req.setTimeout(60_000, () => req.destroy(new Error(`GET ${url.pathname}: timed out`)));
     req.on("error", reject);
     req.end();

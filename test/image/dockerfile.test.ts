@@ -71,8 +71,15 @@ describe("Dockerfile", () => {
     expect(build.name).toBe("build");
     expect(build.from).toMatch(/^node:\d+-bookworm-slim$/);
     expect(final.from).toMatch(/^gcr\.io\/distroless\/nodejs\d+-debian12:nonroot$/);
-    // Build and run on the same Node major.
-    expect(final.from).toContain(`nodejs${/^node:(\d+)/.exec(build.from)![1]}-`);
+    // Build and run on the same Node major, the one package.json's engines names.
+    const major = /^node:(\d+)/.exec(build.from)![1]!;
+    expect(final.from).toContain(`nodejs${major}-`);
+    const engines = (
+      JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as {
+        engines: { node: string };
+      }
+    ).engines.node;
+    expect(engines).toBe(`>=${major}`);
   });
 
   it("installs without onnxruntime's download, builds, then drops dev dependencies", () => {
@@ -115,7 +122,7 @@ describe("Dockerfile", () => {
     }
     // Every folder the build compiles is copied in, or `npm run build` fails in the image.
     for (const dir of tsconfigBuild.include) expect(sources).toContain(dir);
-    for (const file of ["package.json", "package-lock.json", ".npmrc", "tsconfig.build.json"]) {
+    for (const file of ["package.json", "package-lock.json", "tsconfig.build.json"]) {
       expect(sources).toContain(file);
     }
     for (const entry of ["**/node_modules", "dist", ".git", "test"])
