@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { modelIdOf, type InferenceModel } from "../../crds/inference-model.js";
 import { buildGateway } from "../../gateway/app.js";
 import { createGatewayComponents } from "../../gateway/components.js";
-import { gatewayConfigSchema } from "../../gateway/config.js";
+import { parseGatewayConfig } from "../../gateway/config.js";
 import { FileSource, readModelFolder } from "../../gateway/registry/file-source.js";
 import { createLogger } from "../../lib/logger.js";
 import { fetchModel } from "../../runtime/fetch/fetch-model.js";
@@ -153,21 +153,26 @@ export async function runDev(options: DevOptions): Promise<void> {
       );
     }
 
-    // 3. The gateway, routing to the runtimes started above.
-    const config = gatewayConfigSchema.parse({
-      host: options.host ?? "127.0.0.1",
-      port: options.port ?? "8080",
-      keysFile: demo.files.keys,
-      stateDir: join(stateDir, "gateway"),
-      ...(pay && providerUrl
-        ? {
-            payProviderUrl: providerUrl,
-            payProviderCredentialFile: demo.files.providerCredential,
-            paySigningSecretsFile: demo.files.paySecrets,
-          }
-        : {}),
-      logLevel: process.env.LOG_LEVEL ?? "warn",
-    });
+    // 3. The gateway, routing to the runtimes started above. Its other
+    //    settings (rate limits, timeouts) come from MODELGATE_* variables, as
+    //    for `modelgate gateway`.
+    const config = parseGatewayConfig(
+      {
+        host: options.host ?? "127.0.0.1",
+        port: options.port ?? "8080",
+        keysFile: demo.files.keys,
+        stateDir: join(stateDir, "gateway"),
+        ...(pay && providerUrl
+          ? {
+              payProviderUrl: providerUrl,
+              payProviderCredentialFile: demo.files.providerCredential,
+              paySigningSecretsFile: demo.files.paySecrets,
+            }
+          : {}),
+        logLevel: process.env.LOG_LEVEL ?? process.env.MODELGATE_LOG_LEVEL ?? "warn",
+      },
+      process.env,
+    );
     const logger = createLogger({ level: config.logLevel, name: "gateway" });
     const components = await createGatewayComponents(config, logger);
     const source = new FileSource({

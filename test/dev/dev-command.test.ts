@@ -1,49 +1,13 @@
-import { execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdtemp, readFile, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { generateFixtures } from "../fixtures/generate.js";
+import { startDev } from "../support/dev-process.js";
 
 const exec = promisify(execFile);
-
-interface DevRun {
-  lines: string[];
-  /** Sends Ctrl-C and resolves with the exit code. */
-  stop(): Promise<number | null>;
-  kill(): void;
-}
-
-/** Starts `modelgate dev` on a free port and waits for its "Press Ctrl-C" line. */
-async function startDev(stateDir: string): Promise<DevRun> {
-  const dev = spawn(
-    process.execPath,
-    ["--import", "tsx", "cli/modelgate.ts", "dev", "--port", "0", "--state-dir", stateDir],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
-  const lines: string[] = [];
-  createInterface({ input: dev.stdout }).on("line", (line) => lines.push(line));
-  createInterface({ input: dev.stderr }).on("line", (line) => lines.push(line));
-  const exited = new Promise<number | null>((resolve) => dev.once("exit", (code) => resolve(code)));
-  const run: DevRun = {
-    lines,
-    stop: () => {
-      dev.kill("SIGINT");
-      return exited;
-    },
-    kill: () => {
-      if (dev.exitCode === null) dev.kill("SIGKILL");
-    },
-  };
-  const deadline = Date.now() + 90_000;
-  while (!lines.some((l) => l.startsWith("Press Ctrl-C")) && Date.now() < deadline) {
-    if (dev.exitCode !== null) throw new Error(`modelgate dev exited early:\n${lines.join("\n")}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  return run;
-}
 
 /** Runs every curl line dev printed, as a newcomer would paste it. */
 async function runCurls(curls: string[]): Promise<void> {
@@ -105,10 +69,9 @@ describe("modelgate dev (the README's first command)", () => {
 
   it("keeps the demo key and payment secret across restarts, so copied curl lines keep working", async () => {
     const stateDir = await mkdtemp(join(tmpdir(), "dev-"));
-    const keyOf = (lines: string[]) => lines.find((l) => /^\s+mg_live_/.test(l))?.trim();
     const first = await startDev(stateDir);
     const firstCurls = first.lines.filter((l) => l.startsWith("curl "));
-    const firstKey = keyOf(first.lines);
+    const firstKey = first.apiKey;
     expect(await first.stop()).toBe(0);
     const secretFile = join(stateDir, "pay-secret");
     const firstSecret = await readFile(secretFile, "utf8");
@@ -116,17 +79,15 @@ describe("modelgate dev (the README's first command)", () => {
     const second = await startDev(stateDir);
     try {
       expect(firstKey).toMatch(/^mg_live_/);
-      expect(keyOf(second.lines)).toBe(firstKey);
+      expect(second.apiKey).toBe(firstKey);
       // The lines printed by the first run (same key, same signing secret) still answer.
       // The gateway's port changed (--port 0), so they are pointed at the new one.
-      const address = /gateway (http:\/\/\S+?),/.exec(second.lines.join("\n"))![1]!;
-      const oldAddress = /gateway (http:\/\/\S+?),/.exec(first.lines.join("\n"))![1]!;
       // Each payment line carries its own signature; a second use of one is a replay, so the
       // first run's payment lines are checked for their key and kid, and the API-key lines run.
       await runCurls(
         firstCurls
           .filter((c) => !c.includes("/pay/v1/"))
-          .map((c) => c.replaceAll(oldAddress, address)),
+          .map((c) => c.replaceAll(first.address, second.address)),
       );
       expect(await readFile(secretFile, "utf8")).toBe(firstSecret);
       expect((await stat(secretFile)).mode & 0o777).toBe(0o600);
