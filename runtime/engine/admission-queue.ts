@@ -1,3 +1,4 @@
+import type { CodedError } from "../../lib/coded-error.js";
 import { RuntimeErrors } from "../errors.js";
 
 /**
@@ -53,9 +54,13 @@ interface Waiting<J, R> {
   onAbort: (() => void) | undefined;
 }
 
-/** The reason a waiting request was dropped: the signal's own, when it is an Error. */
-export function abortReason(signal: AbortSignal): Error {
-  return signal.reason instanceof Error ? signal.reason : new Error("the caller went away");
+/**
+ * Why a waiting request was dropped: 499, as nginx logs a client that closed
+ * its connection. Nobody reads the answer; the code keeps the hang-up out of
+ * the 500s in logs and in `modelgate_runtime_requests_total`.
+ */
+export function abortReason(signal: AbortSignal): CodedError {
+  return RuntimeErrors.clientClosed(signal.reason);
 }
 
 export class AdmissionQueue<J, R> {

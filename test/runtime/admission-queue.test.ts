@@ -40,7 +40,7 @@ describe("AdmissionQueue", () => {
     expect(queue.take(1)).toEqual([]);
   });
 
-  it("drops a request whose caller went away while it waited: at once, with the abort reason, freeing its place", async () => {
+  it("drops a request whose caller went away while it waited: at once, as 499, freeing its place", async () => {
     const queue = new AdmissionQueue<string, string>({ maxQueue: 2 });
     const controller = new AbortController();
     void queue.submit("first");
@@ -52,7 +52,10 @@ describe("AdmissionQueue", () => {
     controller.abort(new Error("client closed the connection"));
     // Synchronously out of the queue, not at the executor's next look.
     expect(queue.depth).toBe(1);
-    await expect(gone).rejects.toThrow("client closed the connection");
+    const reason = await gone.catch((error: unknown) => error);
+    expect(codeOf(reason)).toBe("client_closed_request");
+    expect(isCodedError(reason) && reason.statusCode).toBe(499);
+    expect((reason as Error).cause).toEqual(new Error("client closed the connection"));
 
     void queue.submit("later");
     expect(queue.take(10).map((a) => a.job)).toEqual(["first", "later"]);
@@ -62,7 +65,9 @@ describe("AdmissionQueue", () => {
     const queue = new AdmissionQueue<string, string>({ maxQueue: 2 });
     let woken = 0;
     queue.attach(() => woken++);
-    await expect(queue.submit("x", AbortSignal.abort())).rejects.toThrow();
+    await expect(queue.submit("x", AbortSignal.abort())).rejects.toSatisfy(
+      (e) => codeOf(e) === "client_closed_request",
+    );
     expect(queue.depth).toBe(0);
     expect(woken).toBe(0);
   });

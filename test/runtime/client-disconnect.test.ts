@@ -1,11 +1,13 @@
+import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { responsesResponseSchema } from "../../api/responses-response.js";
 import { fixtureFolder, startRuntime, type RunningRuntime } from "./support/runtime-server.js";
 
 /**
  * A caller that hangs up, over real HTTP: while its request waits, the
- * request leaves the queue and never reaches the model; while its answer is
- * being generated, generation stops at the next token.
+ * request leaves the queue and never reaches the model (and is logged as a
+ * 499, not as our failure); while its answer is being generated, generation
+ * stops at the next token.
  */
 const BUDGET = 300;
 const STORY = "A long story about ships, harbours and the open sea at night";
@@ -27,12 +29,19 @@ async function until(condition: () => boolean | Promise<boolean>): Promise<void>
 
 describe("a client that disconnects", () => {
   let runtime: RunningRuntime;
+  const logs: Array<{ level: number; code?: string; status?: number }> = [];
 
   beforeAll(async () => {
     const path = await fixtureFolder("bench-gpt");
+    const logger = pino(
+      { level: "info" },
+      { write: (line: string) => logs.push(JSON.parse(line) as (typeof logs)[number]) },
+    );
     runtime = await startRuntime(
       { path, modelId: "bench-gpt" },
       { generationConcurrency: 1, maxQueue: 4 },
+      Math.random,
+      logger,
     );
   });
   afterAll(async () => runtime?.close());
@@ -81,6 +90,12 @@ describe("a client that disconnects", () => {
     const generated = (await total(metrics.outputTokens)) - outputBefore;
     expect(generated).toBeGreaterThan(5);
     expect(generated).toBeLessThan(BUDGET);
+
+    // The hang-up while waiting is logged as a refused 499, not as a failure of ours.
+    expect(logs.filter((line) => line.level >= 50)).toEqual([]);
+    expect(logs).toContainEqual(
+      expect.objectContaining({ level: 30, code: "client_closed_request", status: 499 }),
+    );
 
     // The runtime serves on, with the same greedy answer as before.
     const after = responsesResponseSchema.parse(await (await send()).json());
