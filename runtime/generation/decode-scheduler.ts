@@ -62,11 +62,6 @@ export class DecodeScheduler {
     });
   }
 
-  /** Sequences being decoded now. */
-  get batchSize(): number {
-    return this.rows.length;
-  }
-
   private async loop(): Promise<void> {
     this.looping = true;
     try {
