@@ -1,6 +1,6 @@
 import type { V1EndpointSlice } from "@kubernetes/client-node";
 import type { InferenceModel } from "../../crds/inference-model.js";
-import { childNames } from "../../operator/children/names.js";
+import { childNames } from "../../crds/child-names.js";
 import { objectKey } from "./parse-model.js";
 import { routableModel, type RoutableModel } from "./registry.js";
 import { serviceNameOf } from "../../lib/kube/endpoint-slices.js";

@@ -2,7 +2,7 @@ import type { KubernetesObject } from "@kubernetes/client-node";
 import type { InferenceModel } from "../../crds/inference-model.js";
 import { buildDeployment, type BuildContext } from "../children/deployment.js";
 import { buildHpa } from "../children/hpa.js";
-import { childNames } from "../children/names.js";
+import { childNames } from "../../crds/child-names.js";
 import { buildPdb } from "../children/pdb.js";
 import { buildService } from "../children/service.js";
 

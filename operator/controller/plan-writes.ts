@@ -1,7 +1,7 @@
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { InferenceModel } from "../../crds/inference-model.js";
 import { isControlledBy } from "../children/owner.js";
-import type { Caches } from "./caches.js";
+import type { ClusterView } from "./caches.js";
 import { containsDesired } from "./contains.js";
 import type { ChildKind, ChildRef, DesiredChildren } from "./desired.js";
 
@@ -16,7 +16,7 @@ export interface WritePlan {
 export function planWrites(
   model: InferenceModel,
   desired: DesiredChildren,
-  caches: Pick<Caches, "children">,
+  caches: Pick<ClusterView, "children">,
 ): WritePlan {
   const namespace = model.metadata.namespace ?? "default";
   const apply = desired.apply
