@@ -90,7 +90,7 @@ export function createReconciler(deps: ReconcilerDeps) {
    * Events name what was written, also when a later write failed.
    */
   async function write(model: ModelRef, plan: WritePlan): Promise<KubernetesObject | undefined> {
-    const done: WritePlan = { apply: [], remove: [] };
+    const done: WritePlan = { apply: [], remove: [], notOwned: plan.notOwned };
     let deployment: KubernetesObject | undefined;
     try {
       for (const step of plan.apply) {
