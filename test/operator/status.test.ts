@@ -415,6 +415,22 @@ describe("computeStatus", () => {
   });
 });
 
+describe("computeStatus reads the spec check's verdict", () => {
+  it("reports the verdict's problems without checking the spec again", () => {
+    const model = makeModel({ generation: 2 });
+    const status = computeStatus(
+      { valid: false, ref: model, model, status: undefined, problems: ["a: one", "b: two"] },
+      { deployment: AVAILABLE },
+      T1,
+    );
+    expect(cond(status, "Degraded")).toMatchObject({
+      status: "True",
+      reason: "InvalidSpec",
+      message: "a: one; b: two",
+    });
+  });
+});
+
 /** An object stored before the CRD tightened a rule: it fails the schema, and is still judged. */
 describe("computeStatus of an object that fails the schema", () => {
   const stored = {
