@@ -1,13 +1,19 @@
 /**
- * The KV cache of onnxruntime-genai decoders, batched. Its graphs (fused
- * GroupQueryAttention) read row b's past from the START of its cache row
- * (positions [0, seqlens_k[b])) and write the new positions right after,
- * where seqlens_k[b] is the row's attention-mask sum minus one; when the past
- * and present of a layer are one buffer, they write in place. So this cache
- * keeps one buffer per past input, [rows, kvHeads, capacity, headDim], with
- * each row's positions left-aligned, and hands the same buffer to the graph as
- * past and present: a step copies nothing on our side. Capacity grows (and
- * shrinks) in chunks, so buffers are rebuilt once per `chunk` steps at most.
+ * The KV cache of onnxruntime-genai decoders, batched. Their fused
+ * GroupQueryAttention reads row b's past from the START of its cache row
+ * (positions [0, seqlens_k[b])) and writes the new positions right after,
+ * where seqlens_k[b] is the row's attention-mask sum minus one; when a layer's
+ * past and present are one buffer, it writes in place. So this cache keeps
+ * one buffer per past input, [rows, kvHeads, capacity, headDim], with each
+ * row's positions left-aligned, and the decode loop hands the same buffer to
+ * the graph as past and as present: a step copies nothing on our side.
+ *
+ * Buffers hold room for a power of two of rows (up to `maxRows`); the batch
+ * is their first `rows` rows, so a new row is written in place and a finished
+ * one is replaced by the last row (one row copied). Capacity follows the
+ * longest row in chunks of positions. Growing or shrinking either rebuilds
+ * the buffers: for capacity at most once per `chunk` steps, for rows a few
+ * times as a batch fills.
  *
  * Pure bookkeeping over typed arrays; the decode loop owns the session.
  */
@@ -19,11 +25,13 @@ export interface CacheGeometry {
 }
 
 export interface CacheBudget {
+  /** Most rows (sequences decoded together). */
+  maxRows: number;
   /** Capacity grows in multiples of this many positions. */
   chunk: number;
   /** Most positions one row may hold (prompt plus output). */
   maxSequenceTokens: number;
-  /** Most positions allocated across rows (rows × capacity). */
+  /** Most positions reserved across rows (rows × padded reservation). */
   maxTotalTokens: number;
 }
 
@@ -31,12 +39,15 @@ export class SharedKvCache {
   private buffers = new Map<string, Float32Array>();
   private rowLengths: number[] = [];
   private cap = 0;
+  /** Rows the buffers have room for. */
+  private roomRows = 0;
 
   constructor(
     private readonly geometry: CacheGeometry,
     private readonly budget: CacheBudget,
   ) {
     if (budget.chunk < 1) throw new Error("the cache chunk must be at least one position");
+    if (budget.maxRows < 1) throw new Error("the cache needs room for at least one row");
   }
 
   get rows(): number {
@@ -53,25 +64,26 @@ export class SharedKvCache {
     return this.rowLengths;
   }
 
-  /** Positions allocated now, across rows. */
-  get allocatedTokens(): number {
-    return this.rows * this.cap;
+  /** Float32 values the graph reads and writes per buffer this step (rows × heads × capacity × dim). */
+  get stepValues(): number {
+    return this.rows * this.geometry.kvHeads * this.cap * this.geometry.headDim;
   }
 
-  /** The buffer fed as `name` (and bound as its present), [rows, kvHeads, capacity, headDim]. */
-  buffer(name: string): Float32Array {
+  /** The batch's part of `name`'s buffer, [rows, kvHeads, capacity, headDim]: past and present. */
+  view(name: string): Float32Array {
     const buffer = this.buffers.get(name);
     if (!buffer) throw new Error(`no cache buffer for '${name}'`);
-    return buffer;
+    return buffer.subarray(0, this.stepValues);
   }
 
   /**
    * Whether rows reserving these many positions each (the running rows' and a
-   * newcomer's prompt plus its output limit) fit the total budget, with every
-   * row padded to the largest reservation as the buffers are.
+   * newcomer's prompt plus output limit) fit the budget, every row padded to
+   * the longest as the buffers are.
    */
   fits(reservations: readonly number[]): boolean {
     if (reservations.length === 0) return true;
+    if (reservations.length > this.budget.maxRows) return false;
     const longest = Math.max(...reservations);
     if (longest > this.budget.maxSequenceTokens) return false;
     return reservations.length * this.round(longest + 1) <= this.budget.maxTotalTokens;
@@ -79,17 +91,17 @@ export class SharedKvCache {
 
   /**
    * Appends a row holding `length` positions, copied from a prefill's present
-   * outputs, each [1, kvHeads, length, headDim] (read through `present`).
+   * outputs, each [1, kvHeads, length, headDim]; returns its index.
    */
-  add(length: number, present: (name: string) => Float32Array): void {
-    const rows = this.rows + 1;
-    const capacity = Math.max(this.cap, this.round(length + 1));
+  add(length: number, present: (name: string) => Float32Array): number {
+    if (this.rows >= this.budget.maxRows) throw new Error("the cache has no free row");
+    const room =
+      this.rows < this.roomRows
+        ? this.roomRows
+        : Math.min(this.budget.maxRows, 2 ** Math.ceil(Math.log2(this.rows + 1)));
+    this.resize(Math.max(this.cap, this.round(length + 1)), room);
     const { kvHeads, headDim } = this.geometry;
-    const next = this.reshaped(
-      rows,
-      capacity,
-      this.rowLengths.map((_, b) => b),
-    );
+    const row = this.rows;
     for (const name of this.geometry.names) {
       const source = present(name);
       if (source.length !== kvHeads * length * headDim) {
@@ -97,51 +109,59 @@ export class SharedKvCache {
           `'${name}' present holds ${source.length} values, not ${kvHeads * length * headDim}`,
         );
       }
-      const target = next.get(name)!;
+      const target = this.buffers.get(name)!;
       for (let h = 0; h < kvHeads; h++) {
         const from = h * length * headDim;
         target.set(
           source.subarray(from, from + length * headDim),
-          ((rows - 1) * kvHeads + h) * capacity * headDim,
+          (row * kvHeads + h) * this.cap * headDim,
         );
       }
     }
-    this.buffers = next;
-    this.cap = capacity;
-    this.rowLengths = [...this.rowLengths, length];
+    this.rowLengths.push(length);
+    return row;
   }
 
   /** Makes room for one more position in every row before a decode step. */
   reserveStep(): void {
     const needed = Math.max(0, ...this.rowLengths) + 1;
-    if (needed <= this.cap) return;
-    const capacity = this.round(needed);
-    this.buffers = this.reshaped(
-      this.rows,
-      capacity,
-      this.rowLengths.map((_, b) => b),
-    );
-    this.cap = capacity;
+    if (needed > this.cap) this.resize(this.round(needed), this.roomRows);
   }
 
   /** After a step: every row holds the position it just fed. */
   advance(): void {
-    this.rowLengths = this.rowLengths.map((length) => length + 1);
+    for (let b = 0; b < this.rowLengths.length; b++) this.rowLengths[b]! += 1;
   }
 
-  /** Keeps only the rows at `kept` (in that order), shrinking capacity to what they need. */
-  keep(kept: readonly number[]): void {
-    const lengths = kept.map((b) => this.rowLengths[b]!);
-    const capacity = lengths.length === 0 ? 0 : this.round(Math.max(...lengths) + 1);
-    this.buffers = this.reshaped(kept.length, capacity, kept);
-    this.cap = capacity;
-    this.rowLengths = lengths;
+  /**
+   * Drops the rows at `finished`, filling each hole below the new row count
+   * with one of the last rows, and shrinks capacity to what is left. Returns
+   * the new order: `order[newIndex]` is the row's old index.
+   */
+  remove(finished: readonly number[]): number[] {
+    const gone = new Set(finished);
+    const count = this.rows - gone.size;
+    const order = Array.from({ length: this.rows }, (_, b) => b).filter((b) => !gone.has(b));
+    // Rows already below `count` stay put; rows above it move into the holes.
+    const staying = order.filter((b) => b < count);
+    const moving = order.filter((b) => b >= count);
+    const holes = Array.from({ length: count }, (_, b) => b).filter((b) => gone.has(b));
+    const next = [...staying];
+    holes.forEach((hole, i) => {
+      const from = moving[i]!;
+      this.copyRow(from, hole);
+      next.splice(hole, 0, from);
+    });
+    this.rowLengths = next.map((b) => this.rowLengths[b]!);
+    const capacity = count === 0 ? 0 : this.round(Math.max(...this.rowLengths) + 1);
+    this.resize(capacity, count === 0 ? 0 : this.roomRows);
+    return next;
   }
 
   /**
    * The attention mask of a step that feeds `fed` positions per row: row b has
-   * ones over its length plus the fed positions, zeros after (the graph takes
-   * only each row's sum and the mask's width, which is the capacity).
+   * ones over its length plus the fed positions, zeros after. The graph takes
+   * only each row's sum (its positions) and the mask's width (the capacity).
    */
   mask(fed = 1): BigInt64Array {
     const mask = new BigInt64Array(this.rows * this.cap);
@@ -155,26 +175,32 @@ export class SharedKvCache {
     return Math.ceil(positions / this.budget.chunk) * this.budget.chunk;
   }
 
-  /** New buffers of `rows` × `capacity` holding the current rows at `from`, in order. */
-  private reshaped(
-    rows: number,
-    capacity: number,
-    from: readonly number[],
-  ): Map<string, Float32Array> {
-    const { kvHeads, headDim } = this.geometry;
+  private copyRow(from: number, to: number): void {
+    const span = this.geometry.kvHeads * this.cap * this.geometry.headDim;
+    for (const buffer of this.buffers.values()) {
+      buffer.copyWithin(to * span, from * span, (from + 1) * span);
+    }
+  }
+
+  /** Rebuilds every buffer with room for `rows` rows of `capacity` positions, keeping the rows. */
+  private resize(capacity: number, rows: number): void {
+    if (capacity === this.cap && rows === this.roomRows) return;
+    const { kvHeads, headDim, names } = this.geometry;
     const next = new Map<string, Float32Array>();
-    for (const name of this.geometry.names) {
+    for (const name of names) {
       const target = new Float32Array(rows * kvHeads * capacity * headDim);
       const source = this.buffers.get(name);
-      from.forEach((b, r) => {
-        const span = this.rowLengths[b]! * headDim;
+      this.rowLengths.forEach((length, b) => {
+        const span = length * headDim;
         for (let h = 0; h < kvHeads; h++) {
           const at = (b * kvHeads + h) * this.cap * headDim;
-          target.set(source!.subarray(at, at + span), (r * kvHeads + h) * capacity * headDim);
+          target.set(source!.subarray(at, at + span), (b * kvHeads + h) * capacity * headDim);
         }
       });
       next.set(name, target);
     }
-    return next;
+    this.buffers = next;
+    this.cap = capacity;
+    this.roomRows = rows;
   }
 }

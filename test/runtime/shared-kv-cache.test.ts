@@ -17,7 +17,7 @@ function present(tag: number, length: number): Float32Array {
 /** Row r, head h, positions [0, length) of a cache buffer, flattened. */
 function row(cache: SharedKvCache, name: string, r: number, h: number, length: number): number[] {
   const at = (r * HEADS + h) * cache.capacity * DIM;
-  return [...cache.buffer(name).subarray(at, at + length * DIM)];
+  return [...cache.view(name).subarray(at, at + length * DIM)];
 }
 
 function expectRow(cache: SharedKvCache, r: number, tag: number, length: number) {
@@ -28,10 +28,10 @@ function expectRow(cache: SharedKvCache, r: number, tag: number, length: number)
       );
 }
 
-function cache(chunk = 4, maxTotalTokens = 1000) {
+function cache(chunk = 4, maxTotalTokens = 1000, maxRows = 8) {
   return new SharedKvCache(
     { names: NAMES, kvHeads: HEADS, headDim: DIM },
-    { chunk, maxSequenceTokens: 100, maxTotalTokens },
+    { maxRows, chunk, maxSequenceTokens: 100, maxTotalTokens },
   );
 }
 
@@ -47,16 +47,17 @@ describe("SharedKvCache", () => {
     expectRow(c, 1, 2000, 2);
     // Past a row's length the buffer is zero: the graph writes the next position there.
     expect(row(c, NAMES[0]!, 1, 0, 8).slice(2 * DIM)).toEqual(new Array(6 * DIM).fill(0));
-    expect(c.buffer(NAMES[0]!).length).toBe(2 * HEADS * 8 * DIM);
+    // The graph sees the batch's rows only.
+    expect(c.view(NAMES[0]!).length).toBe(2 * HEADS * 8 * DIM);
   });
 
   it("grows by a chunk only when a row would not fit its next position, keeping every row", () => {
     const c = cache();
     c.add(3, () => present(1000, 3));
     expect(c.capacity).toBe(4);
-    const before = c.buffer(NAMES[0]!);
+    const before = c.view(NAMES[0]!).buffer;
     c.reserveStep();
-    expect(c.buffer(NAMES[0]!)).toBe(before);
+    expect(c.view(NAMES[0]!).buffer).toBe(before);
     c.advance();
     c.reserveStep();
     expect(c.capacity).toBe(8);
@@ -64,20 +65,38 @@ describe("SharedKvCache", () => {
     expectRow(c, 0, 1000, 3);
   });
 
-  it("keeps the chosen rows in order and shrinks to what they need", () => {
+  it("adds a row in place while the buffers have room, doubling the room otherwise", () => {
+    const c = cache();
+    c.add(3, () => present(1000, 3));
+    c.add(2, () => present(2000, 2));
+    const two = c.view(NAMES[0]!).buffer;
+    c.add(1, () => present(3000, 1));
+    const four = c.view(NAMES[0]!).buffer;
+    expect(four).not.toBe(two);
+    expect(four.byteLength).toBe(4 * HEADS * c.capacity * DIM * 4);
+    c.add(1, () => present(4000, 1));
+    expect(c.view(NAMES[0]!).buffer).toBe(four);
+    expectRow(c, 0, 1000, 3);
+    expectRow(c, 1, 2000, 2);
+    expectRow(c, 3, 4000, 1);
+  });
+
+  it("fills a finished row's place with a last row and shrinks to what is left", () => {
     const c = cache();
     c.add(9, () => present(1000, 9));
     c.add(2, () => present(2000, 2));
     c.add(3, () => present(3000, 3));
+    c.add(1, () => present(4000, 1));
     expect(c.capacity).toBe(12);
-    c.keep([2, 1]);
-    expect(c.lengths).toEqual([3, 2]);
+    // Rows 0 and 2 finish: row 3 moves into hole 0, row 1 stays.
+    expect(c.remove([0, 2])).toEqual([3, 1]);
+    expect(c.lengths).toEqual([1, 2]);
     expect(c.capacity).toBe(4);
-    expectRow(c, 0, 3000, 3);
+    expectRow(c, 0, 4000, 1);
     expectRow(c, 1, 2000, 2);
-    c.keep([]);
+    expect(c.remove([0, 1])).toEqual([]);
     expect(c.rows).toBe(0);
-    expect(c.allocatedTokens).toBe(0);
+    expect(c.stepValues).toBe(0);
   });
 
   it("masks each row's positions plus the fed ones over the whole capacity", () => {
@@ -88,11 +107,13 @@ describe("SharedKvCache", () => {
   });
 
   it("admits rows only while their padded reservations fit the budget", () => {
-    const c = cache(4, 32);
+    const c = cache(4, 32, 4);
     expect(c.fits([7])).toBe(true);
     // Four rows padded to the longest (7 + 1 -> 8 positions) fill 32 exactly; a fifth does not fit.
     expect(c.fits([7, 1, 1, 1])).toBe(true);
     expect(c.fits([7, 1, 1, 1, 1])).toBe(false);
+    // More rows than the buffers hold do not fit either.
+    expect(cache(4, 1000, 4).fits([1, 1, 1, 1, 1])).toBe(false);
     // Past the per-sequence limit nothing fits.
     expect(c.fits([101])).toBe(false);
   });
