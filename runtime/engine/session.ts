@@ -62,17 +62,35 @@ export class ModelSession {
     return this.inputs.find((info) => info.name === name);
   }
 
+  /**
+   * One model run. `outputNames` limits the outputs handed back; `bound`
+   * gives outputs whose memory the graph writes into (a KV cache whose past
+   * and present are one buffer). onnxruntime-node 1.30 still hands every
+   * fetched output back as a fresh copy, bound ones included: their cost is
+   * that copy, and callers keep using their own buffers.
+   */
   async run(
     feeds: Record<string, TensorData>,
     outputNames?: readonly string[],
+    bound?: Readonly<Record<string, TensorData>>,
   ): Promise<Record<string, TensorData>> {
     const ortFeeds: Record<string, ort.Tensor> = {};
     for (const [name, tensor] of Object.entries(feeds)) {
       ortFeeds[name] = new ort.Tensor(tensor.type, tensor.data, tensor.dims);
     }
-    const results = outputNames
-      ? await this.session.run(ortFeeds, outputNames)
-      : await this.session.run(ortFeeds);
+    let results: ort.InferenceSession.ReturnType;
+    if (bound) {
+      const fetches: Record<string, ort.Tensor | null> = {};
+      for (const name of outputNames ?? this.session.outputNames) fetches[name] = null;
+      for (const [name, tensor] of Object.entries(bound)) {
+        fetches[name] = new ort.Tensor(tensor.type, tensor.data, tensor.dims);
+      }
+      results = await this.session.run(ortFeeds, fetches);
+    } else {
+      results = outputNames
+        ? await this.session.run(ortFeeds, outputNames)
+        : await this.session.run(ortFeeds);
+    }
     const out: Record<string, TensorData> = {};
     for (const [name, value] of Object.entries(results)) {
       out[name] = {
