@@ -1,7 +1,7 @@
 import type { FastifyReply } from "fastify";
 import type { ResponsesRequest } from "../../api/responses-request.js";
 import { completedResponse } from "../../api/responses-response.js";
-import type { RuntimeContext } from "../app.js";
+import type { RuntimeContext } from "../context.js";
 import type { ModelService } from "../model-service.js";
 
 /**
