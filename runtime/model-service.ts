@@ -26,6 +26,12 @@ export interface ThroughputOptions {
   generationConcurrency: number;
   /** Requests allowed to wait before new ones get 429. */
   maxQueue: number;
+  /**
+   * Generation: KV cache positions the batch may reserve, across sequences
+   * (each reserves its prompt plus its output limit); unset, the concurrency
+   * times the token limit, so only the concurrency bounds the batch.
+   */
+  kvCacheTokens?: number | undefined;
 }
 
 export const DEFAULT_THROUGHPUT: ThroughputOptions = {
@@ -144,6 +150,9 @@ function generationLane(
   const executor = generator.canBatch
     ? new DecodeScheduler(admission, generator.session, generator.io, {
         maxBatch: options.generationConcurrency,
+        maxSequenceTokens: generator.limits.maxTokens,
+        maxCacheTokens:
+          options.kvCacheTokens ?? options.generationConcurrency * generator.limits.maxTokens,
         eosIds: generator.eosIds,
         onStep: onBatch,
       })

@@ -121,9 +121,11 @@ export async function loadModel(options: LoadOptions): Promise<LoadedModel> {
   if (task === "text-generation") {
     const io = readDecoderIO(session.inputs, session.outputs, folder);
     const eosIds = eosIdsFrom(folder.generationConfig, folder.config);
+    // A genai folder without transformers' configs still names its end of sequence.
+    if (eosIds.size === 0) for (const id of io.eosIds) eosIds.add(id);
     if (eosIds.size === 0)
       notes.push("no eos_token_id in the model's configs: output ends only at a limit");
-    const prompt = new PromptBuilder(tokenizer, folder.tokenizerConfig);
+    const prompt = new PromptBuilder(tokenizer, folder.tokenizerConfig, folder.chatTemplate);
     const generator = new TextGenerator(session, io, tokenizer, prompt, eosIds, {
       maxTokens,
       policy: options.overflow,
