@@ -68,7 +68,7 @@ export class ModelService {
 
   constructor(
     readonly model: LoadedModel,
-    options: ThroughputOptions,
+    private readonly options: ThroughputOptions,
     private readonly metrics: RuntimeMetrics,
     private readonly random: () => number,
   ) {
@@ -80,6 +80,19 @@ export class ModelService {
 
   get task(): LoadedModel["task"] {
     return this.lane.task;
+  }
+
+  /**
+   * The KV cache's bound, for a decoder with one: positions the batch may
+   * reserve and what they take at most (float32 keys and values).
+   */
+  get kvCacheBudget(): { tokens: number; bytes: number } | null {
+    const lane = this.lane;
+    if (lane.task !== "text-generation" || !lane.generator.canBatch) return null;
+    const { io, limits } = lane.generator;
+    const tokens =
+      this.options.kvCacheTokens ?? this.options.generationConcurrency * limits.maxTokens;
+    return { tokens, bytes: tokens * io.cache.length * io.kvHeads * io.headDim * 4 };
   }
 
   /** Requests waiting for the model. */
