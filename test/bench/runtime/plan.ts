@@ -160,7 +160,7 @@ export function planFrom(args: readonly string[]): BenchPlan {
     deadlineMs:
       (fixtures ? (quick ? 180_000 : 360_000) : 0) +
       (real ? (quick ? 420_000 : 540_000) : 0) +
-      (llama ? (quick ? 120_000 : 1_200_000) : 0),
+      (llama ? (quick ? 120_000 : 1_500_000) : 0),
     fixtures,
     classification: {
       clients: quick ? [1, 32] : [1, 8, 32],

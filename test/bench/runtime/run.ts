@@ -24,6 +24,7 @@ import { measureReal, type RealFigures } from "./real.js";
 import { renderRealReport } from "./real-report.js";
 import { llamaBuildFor, measureVersusLlama, type LlamaFigures } from "./versus-llama.js";
 import { renderLlamaReport } from "./versus-llama-report.js";
+import { profileSteps, stepProfileLines, type StepProfile } from "./step-profile.js";
 import { classificationLines, generationLines, loadLine, TARGETS } from "./report.js";
 import { fmt } from "./stats.js";
 import { startRun } from "../support/run-clock.js";
@@ -134,10 +135,26 @@ const real: RealFigures | null = plan.real ? await measureReal(plan, plan.real, 
 const llamaBuild = plan.llama ? await llamaBuildFor(plan.llama, log) : null;
 const llama: LlamaFigures | null =
   plan.llama && llamaBuild ? await measureVersusLlama(plan, plan.llama, llamaBuild, log) : null;
+// What bounds a decode step, Node against Python on the same engine: the
+// measured bound printed under the comparison (full runs only: ~2 minutes).
+const steps: StepProfile[] | null =
+  llama && plan.llama && !plan.quick
+    ? await profileSteps(
+        {
+          folder: plan.llama.modelPath,
+          threads: plan.threads,
+          rounds: 2,
+          pasts: llama.prompts.map((p) => p.promptTokens.runtime + plan.generation.newTokens / 2),
+          batches: [1, plan.llama.sequences],
+          steps: 20,
+        },
+        log,
+      )
+    : null;
 
 const figuresFile = join(await mkdtemp(join(tmpdir(), "modelgate-bench-")), "runtime.json");
 const load = { before: loadBefore, after: loadavg()[0]! };
-await writeFile(figuresFile, JSON.stringify({ plan, load, fixtures, real, llama }, null, 2));
+await writeFile(figuresFile, JSON.stringify({ plan, load, fixtures, real, llama, steps }, null, 2));
 log(`done in ${elapsedSeconds().toFixed(0)} s; figures as JSON in ${figuresFile}`);
 
 const lines = [loadLine(load)];
@@ -146,7 +163,7 @@ if (fixtures) {
   for (const g of fixtures.generation) lines.push(...generationLines(g, TARGETS.runtimeOverBare));
 }
 if (real) lines.push(...renderRealReport(real));
-if (llama) lines.push(...renderLlamaReport(llama, []));
+if (llama) lines.push(...renderLlamaReport(llama, steps ? stepProfileLines(steps) : []));
 else if (plan.llama)
   lines.push("versus llama.cpp   skipped: llama-server is not built (see above)");
 process.stdout.write(`\n${lines.join("\n")}\n`);

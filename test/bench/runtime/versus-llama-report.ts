@@ -16,8 +16,8 @@ const rate = (s: PointSample) => (s.tokens / s.wallMs) * 1000;
 
 /**
  * One block of rows per prompt, each a ratio from this run: tokens/s per
- * client count, time to first token, per-token time; then peak memory. A
- * miss carries the bound measured for it, in a line below.
+ * client count, time to first token, per-token time; then peak memory; then
+ * the bound measured behind a miss (a full run's decode-step profile).
  */
 export function renderLlamaReport(figures: LlamaFigures, bounds: readonly string[]): string[] {
   const lines: string[] = [
@@ -32,7 +32,10 @@ export function renderLlamaReport(figures: LlamaFigures, bounds: readonly string
       `runtime/llama=${fmtRatio(memory)} (target ≤${LLAMA_TARGETS.peakMemory}×) ` +
       `${verdict(memory <= LLAMA_TARGETS.peakMemory)}`,
   );
-  for (const bound of bounds) lines.push(`                     bound: ${bound}`);
+  if (bounds.length > 0) {
+    lines.push("  what bounds a miss, from the decode-step profile (step-profile.ts):");
+    for (const bound of bounds) lines.push(`    ${bound}`);
+  }
   return lines;
 }
 
