@@ -135,16 +135,19 @@ export function stepProfileLines(profiles: readonly StepProfile[]): string[] {
     const n = p.node;
     const py = p.python;
     const floor = py ? Math.min(py.ortvalues!, py.logits!) : Number.NaN;
+    const sharedGap = py ? n["shared capacity past+1"]! - py.shared! : Number.NaN;
     lines.push(
       `  batch ${String(p.batch).padStart(2)}, past ${String(p.past).padStart(4)}: ` +
         `Node all outputs ${fmt(n.all!)}, logits only ${fmt(n.logits!)}, shared buffer ` +
         `${fmt(n["shared capacity past+1"]!)} (capacity +64: ${fmt(n["shared capacity past+64"]!)})` +
         (py
-          ? `; Python all ${fmt(py.all!)}, logits only ${fmt(py.logits!)}, OrtValues ${fmt(py.ortvalues!)}`
+          ? `; Python all ${fmt(py.all!)}, logits only ${fmt(py.logits!)}, OrtValues ${fmt(py.ortvalues!)}, ` +
+            `shared buffer ${fmt(py.shared!)}`
           : ""),
     );
     lines.push(
-      `      Node's copies of the present outputs ${fmt(n.all! - n.logits!)} ms; Node with logits ` +
+      `      Node's shared buffer over Python's ${fmt(sharedGap)} ms; ` +
+        `Node's copies of the present outputs ${fmt(n.all! - n.logits!)} ms; Node with logits ` +
         `only over Python's engine ${fmt(n.logits! - floor)} ms; setImmediate hop ${fmt(n.hop! * 1000)} µs, ` +
         `input tensors ${fmt(n.feeds! * 1000)} µs, argmax ${fmt(n.argmax! * 1000)} µs` +
         (py ? ` (numpy ${fmt(py.argmax! * 1000)} µs)` : ""),

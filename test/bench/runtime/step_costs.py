@@ -7,6 +7,9 @@ Variants:
   logits     session.run(["logits"], feeds)
   ortvalues  IOBinding with the past bound as OrtValues and the outputs left
              in onnxruntime's memory: the engine with no conversion at all
+  shared     IOBinding with each past and its present bound to one OrtValue
+             of capacity past+1 (onnxruntime-genai's way): the engine's floor
+             for the runtime's shared buffer
   feeds      creating the step's numpy inputs
   argmax     numpy argmax over one row of logits
 """
@@ -68,6 +71,18 @@ def main():
         for o in session.get_outputs():
             binding.bind_output(o.name, "cpu")
         ms["ortvalues"] = timed(steps, lambda: session.run_with_iobinding(binding))
+
+        shared = session.io_binding()
+        for name in ("input_ids", "attention_mask"):
+            shared.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(feeds[name]))
+        for p in past_inputs:
+            buffer = ort.OrtValue.ortvalue_from_numpy(
+                np.zeros((batch, heads, past + 1, head_dim), np.float32)
+            )
+            shared.bind_ortvalue_input(p.name, buffer)
+            shared.bind_ortvalue_output(p.name.replace("past_key_values.", "present."), buffer)
+        shared.bind_output("logits", "cpu")
+        ms["shared"] = timed(steps, lambda: session.run_with_iobinding(shared))
 
         ms["feeds"] = timed(
             steps * 5,
