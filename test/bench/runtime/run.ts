@@ -36,7 +36,9 @@ log(
   `modelgate runtime benchmark (${plan.quick ? "quick" : "full"}): node ${process.version}, ` +
     `${availableParallelism()} cores, threads=${plan.threads}, ` +
     `batch window ${plan.classification.batchOn.batchWindowMs} ms; sections: ` +
-    `${plan.fixtures ? "fixtures" : ""}${plan.fixtures && plan.real ? " + " : ""}${plan.real ? "real models" : ""}`,
+    [plan.fixtures && "fixtures", plan.real && "real models", plan.llama && "versus llama.cpp"]
+      .filter(Boolean)
+      .join(" + "),
 );
 if (!plan.real) log("real models: skipped (--quick without --real, or ../shared/models missing)");
 if (!plan.llama)
