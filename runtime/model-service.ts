@@ -26,6 +26,12 @@ export interface ThroughputOptions {
   generationConcurrency: number;
   /** Requests allowed to wait before new ones get 429. */
   maxQueue: number;
+  /**
+   * Generation: KV cache positions the batch may reserve, across sequences
+   * (each reserves its prompt plus its output limit); unset, the concurrency
+   * times the token limit, so only the concurrency bounds the batch.
+   */
+  kvCacheTokens?: number | undefined;
 }
 
 export const DEFAULT_THROUGHPUT: ThroughputOptions = {
@@ -62,7 +68,7 @@ export class ModelService {
 
   constructor(
     readonly model: LoadedModel,
-    options: ThroughputOptions,
+    private readonly options: ThroughputOptions,
     private readonly metrics: RuntimeMetrics,
     private readonly random: () => number,
   ) {
@@ -74,6 +80,19 @@ export class ModelService {
 
   get task(): LoadedModel["task"] {
     return this.lane.task;
+  }
+
+  /**
+   * The KV cache's bound, for a decoder with one: positions the batch may
+   * reserve and what they take at most (float32 keys and values).
+   */
+  get kvCacheBudget(): { tokens: number; bytes: number } | null {
+    const lane = this.lane;
+    if (lane.task !== "text-generation" || !lane.generator.canBatch) return null;
+    const { io, limits } = lane.generator;
+    const tokens =
+      this.options.kvCacheTokens ?? this.options.generationConcurrency * limits.maxTokens;
+    return { tokens, bytes: tokens * io.cache.length * io.kvHeads * io.headDim * 4 };
   }
 
   /** Requests waiting for the model. */
@@ -144,6 +163,9 @@ function generationLane(
   const executor = generator.canBatch
     ? new DecodeScheduler(admission, generator.session, generator.io, {
         maxBatch: options.generationConcurrency,
+        maxSequenceTokens: generator.limits.maxTokens,
+        maxCacheTokens:
+          options.kvCacheTokens ?? options.generationConcurrency * generator.limits.maxTokens,
         eosIds: generator.eosIds,
         onStep: onBatch,
       })

@@ -126,6 +126,11 @@ export class AdmissionQueue<J, R> {
     });
   }
 
+  /** The oldest waiting job, left waiting: for an executor that admits only what fits. */
+  peek(): J | undefined {
+    return this.waiting[0]?.job;
+  }
+
   /** Admits up to `max` waiting requests, oldest first. */
   take(max: number): Admitted<J, R>[] {
     const taken = this.waiting.splice(0, Math.max(0, max));

@@ -1,23 +1,29 @@
 import type { Admitted, AdmissionQueue } from "../engine/admission-queue.js";
 import {
+  PaddedBatchCache,
+  SharedBatchCache,
+  type BatchCache,
+  type CacheLimits,
+} from "./batch-cache.js";
+import {
+  boundPresents,
   decoderFeeds,
   readDecoderOutputs,
   type DecoderSession,
-  type PastCache,
 } from "./decoder-feeds.js";
 import type { DecoderIO } from "./decoder-io.js";
 import type { DecodeJob, Generated } from "./generate.js";
-import { alignRows, type RowSource } from "./kv-cache.js";
 import { shouldStop } from "./stopping.js";
 
 /**
  * Continuous batching for decoders with a KV cache, fed by the admission
  * queue. A new sequence is prefilled on its own (so its first token is
  * exactly the single-sequence result), then joins the running batch: every
- * step feeds each sequence's last token in ONE session.run, with a shared
- * left-padded cache, an attention mask that hides each row's padding, and
- * per-row position ids. A finished sequence leaves at once and the cache is
- * compacted; a place in the batch is taken from the queue only when free.
+ * step feeds each sequence's last token in ONE session.run over the batch's
+ * cache (see batch-cache.ts for its two layouts). A finished sequence leaves
+ * at once; a place in the batch is taken from the queue only when free and
+ * when the cache budget holds the newcomer's prompt plus its output limit
+ * beside every running sequence's, so the cache never outgrows its budget.
  *
  * Decoding is bound by reading the weights once per step, so a step for
  * sixteen sequences costs far less than sixteen steps.
@@ -25,6 +31,10 @@ import { shouldStop } from "./stopping.js";
 export interface SchedulerOptions {
   /** Most sequences decoded together. */
   maxBatch: number;
+  /** Most positions one sequence holds (prompt plus output): the token limit. Unbounded if unset. */
+  maxSequenceTokens?: number | undefined;
+  /** Most cache positions reserved across the batch. Unbounded if unset. */
+  maxCacheTokens?: number | undefined;
   eosIds: ReadonlySet<number>;
   /** Called with the batch size of every decode step, for metrics. */
   onStep?: ((size: number) => void) | undefined;
@@ -37,14 +47,14 @@ interface Row {
   lastToken: number;
   /** Real positions of this row in the cache. */
   filled: number;
+  /** Positions this row may come to hold: its prompt plus its output limit. */
+  reserved: number;
   firstTokenMs: number;
 }
 
-const EMPTY: PastCache = { length: 0, tensors: {} };
-
 export class DecodeScheduler {
   private rows: Row[] = [];
-  private cache: PastCache = EMPTY;
+  private cache: BatchCache;
   private looping = false;
 
   constructor(
@@ -57,6 +67,7 @@ export class DecodeScheduler {
       throw new Error("the decode scheduler needs a graph with a KV cache");
     }
     if (options.maxBatch < 1) throw new Error("maxBatch must be at least 1");
+    this.cache = this.newCache();
     queue.attach(() => {
       if (!this.looping) void this.loop();
     });
@@ -68,7 +79,7 @@ export class DecodeScheduler {
       for (;;) {
         // Take from the queue only into free places, right before the prefill:
         // nothing taken waits here, so the queue stays the only waiting room.
-        while (this.rows.length < this.options.maxBatch) {
+        while (this.rows.length < this.options.maxBatch && this.nextFits()) {
           const [next] = this.queue.take(1);
           if (!next) break;
           await this.admit(next);
@@ -99,23 +110,11 @@ export class DecodeScheduler {
         generated: [],
         lastToken: token,
         filled: prompt.length,
+        reserved: prompt.length + job.maxNewTokens,
         firstTokenMs: performance.now() - started,
       };
       if (this.accept(row, token)) return;
-
-      const length = Math.max(this.cache.length, prompt.length);
-      this.cache = this.rebuild(
-        (name) => [
-          ...this.rows.map((r, i) => this.sourceOf(name, i, r.filled)),
-          {
-            data: tensorOf(outputs.present, name),
-            row: 0,
-            length: prompt.length,
-            filled: prompt.length,
-          },
-        ],
-        length,
-      );
+      this.cache.add(prompt.length, outputs.present);
       this.rows.push(row);
     } catch (error) {
       // Settling is idempotent: a row that already resolved stays resolved.
@@ -130,24 +129,53 @@ export class DecodeScheduler {
     try {
       const feeds = decoderFeeds(this.io, {
         rows: rows.map((r) => ({ tokens: [r.lastToken], filled: r.filled })),
-        past: this.cache,
+        past: this.cache.past(),
       });
       this.options.onStep?.(batch);
-      const outputs = readDecoderOutputs(this.io, await this.session.run(feeds), batch);
-      this.cache = { length: this.cache.length + 1, tensors: outputs.present };
-      const kept: number[] = [];
+      const results = this.cache.bindsPresents
+        ? await this.session.run(feeds, [this.io.logits], boundPresents(this.io, feeds))
+        : await this.session.run(feeds);
+      const outputs = readDecoderOutputs(this.io, results, batch);
+      this.cache.advance(outputs.present);
+      const finished: number[] = [];
       rows.forEach((row, b) => {
         row.filled++;
         const token = row.admitted.job.sampler(outputs.lastLogits(b));
-        if (!this.accept(row, token)) kept.push(b);
+        if (this.accept(row, token)) finished.push(b);
       });
-      if (kept.length < batch) this.compact(kept);
+      if (finished.length > 0) {
+        const order = this.cache.remove(finished);
+        this.rows = order.map((b) => rows[b]!);
+      }
     } catch (error) {
       // A failed step leaves the cache in an unknown state: fail the batch, keep serving.
       for (const row of rows) row.admitted.reject(error);
       this.rows = [];
-      this.cache = EMPTY;
+      this.cache = this.newCache();
     }
+  }
+
+  /**
+   * Whether the oldest waiting sequence fits the cache beside the running
+   * ones. A sequence alone always does: the token limit bounds it.
+   */
+  private nextFits(): boolean {
+    const job = this.queue.peek();
+    if (!job) return false;
+    if (this.rows.length === 0) return true;
+    const reservations = this.rows.map((r) => r.reserved);
+    return this.cache.fits([...reservations, job.promptIds.length + job.maxNewTokens]);
+  }
+
+  private newCache(): BatchCache {
+    const limits: CacheLimits = {
+      maxRows: this.options.maxBatch,
+      maxSequenceTokens: this.options.maxSequenceTokens ?? Infinity,
+      maxTotalTokens: this.options.maxCacheTokens ?? Infinity,
+    };
+    return this.io.layout === "aligned" && this.io.shareBuffer
+      ? new SharedBatchCache(this.io, limits)
+      : new PaddedBatchCache(this.io, limits);
   }
 
   /**
@@ -167,35 +195,4 @@ export class DecodeScheduler {
     row.admitted.resolve({ ids: row.generated, stopReason: stop, firstTokenMs: row.firstTokenMs });
     return true;
   }
-
-  /** Keeps only the rows at `kept`, trimming padding no remaining row needs. */
-  private compact(kept: number[]): void {
-    const rows = kept.flatMap((b) => this.rows[b] ?? []);
-    const length = Math.max(0, ...rows.map((r) => r.filled));
-    this.cache = this.rebuild(
-      (name) => kept.map((b, i) => this.sourceOf(name, b, rows[i]?.filled ?? 0)),
-      length,
-    );
-    this.rows = rows;
-  }
-
-  /** Row `row` of the current cache tensor `name`. */
-  private sourceOf(name: string, row: number, filled: number): RowSource {
-    return { data: tensorOf(this.cache.tensors, name), row, length: this.cache.length, filled };
-  }
-
-  private rebuild(sourcesOf: (pastName: string) => RowSource[], length: number): PastCache {
-    const shape = { heads: this.io.kvHeads, headDim: this.io.headDim };
-    const tensors: Record<string, Float32Array> = {};
-    for (const { pastName } of this.io.cache) {
-      tensors[pastName] = alignRows(sourcesOf(pastName), shape, length);
-    }
-    return { length, tensors };
-  }
-}
-
-function tensorOf(tensors: Readonly<Record<string, Float32Array>>, name: string): Float32Array {
-  const tensor = tensors[name];
-  if (!tensor) throw new Error(`the cache has no '${name}' tensor`);
-  return tensor;
 }

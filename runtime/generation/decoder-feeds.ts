@@ -12,13 +12,17 @@ import type { DecoderIO } from "./decoder-io.js";
  * outputs back into logits rows and the next cache. Both decode loops (one
  * sequence in `generate.ts`, many in `decode-scheduler.ts`) go through it.
  *
- * Layout: the Optimum export's. Every row's real past positions sit at the
- * END of the (left-padded) cache, so all rows append at the same index;
- * `attention_mask` covers past plus new positions and hides each row's
- * padding; `position_ids` count each row's real positions. Seams for later:
- * a layout without `position_ids` (onnxruntime-genai's, positions taken from
- * the mask) is a second branch in `maskAndPositions`; a prefix KV cache is a
- * first step whose `past` is not empty.
+ * Two layouts (DecoderIO.layout). `padded`, the Optimum export's: every
+ * row's real past positions sit at the END of the (left-padded) cache, so all
+ * rows append at the same index; `attention_mask` covers past plus new
+ * positions and hides each row's padding; `position_ids` count each row's
+ * real positions. `aligned`, onnxruntime-genai's: every row's positions sit
+ * at the START of its cache row and the graph writes the new ones right
+ * after; the mask's width is the cache's (past length, or past plus new when
+ * the cache grows) and each row's ones count its positions, which is all the
+ * graph reads from it. With `shareBuffer`, the caller binds each present
+ * output to its past buffer (`boundPresents`) and the graph writes in place.
+ * Seam for later: a prefix KV cache is a first step whose `past` is not empty.
  */
 /** What a decode loop needs of a session: one run (the model's, or a recorder around it in tests). */
 export type DecoderSession = Pick<ModelSession, "run">;
@@ -77,7 +81,13 @@ function maskAndPositions(
 ): Record<string, TensorData> {
   const feeds: Record<string, TensorData> = {};
   const batch = rows.length;
-  if (io.attentionMask) {
+  if (io.layout === "aligned" && io.attentionMask) {
+    // The cache's width: a shared buffer's capacity, or past plus new when it grows.
+    const width = Math.max(pastLength, ...rows.map((row) => row.filled + fed));
+    const mask = new BigInt64Array(batch * width);
+    rows.forEach((row, b) => mask.fill(1n, b * width, b * width + row.filled + fed));
+    feeds[io.attentionMask] = int64Tensor(mask, [batch, width]);
+  } else if (io.attentionMask) {
     const width = pastLength + fed;
     const mask = new BigInt64Array(batch * width);
     // Left padding: a row's real positions are the last `filled` of the past.
@@ -92,6 +102,24 @@ function maskAndPositions(
     feeds[io.positionIds] = int64Tensor(positions, [batch, fed]);
   }
   return feeds;
+}
+
+/**
+ * The present outputs bound to the past buffers they extend, for a graph
+ * that shares them (`shareBuffer`): it writes each step's new positions in
+ * place, so the cache needs nothing from the step's outputs.
+ */
+export function boundPresents(
+  io: DecoderIO,
+  feeds: Readonly<Record<string, TensorData>>,
+): Record<string, TensorData> {
+  const bound: Record<string, TensorData> = {};
+  for (const entry of io.cache) {
+    const past = feeds[entry.pastName];
+    if (!past) throw new Error(`no '${entry.pastName}' feed to bind '${entry.presentName}' to`);
+    bound[entry.presentName] = past;
+  }
+  return bound;
 }
 
 export interface DecoderOutputs {

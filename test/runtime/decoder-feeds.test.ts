@@ -1,9 +1,16 @@
 import { describe, expect, it } from "vitest";
 import { float32Tensor, type TensorData } from "../../runtime/engine/session.js";
-import { decoderFeeds, readDecoderOutputs } from "../../runtime/generation/decoder-feeds.js";
+import {
+  boundPresents,
+  decoderFeeds,
+  readDecoderOutputs,
+} from "../../runtime/generation/decoder-feeds.js";
 import type { DecoderIO } from "../../runtime/generation/decoder-io.js";
 
 const IO: DecoderIO = {
+  layout: "padded",
+  shareBuffer: false,
+  eosIds: [],
   inputIds: "input_ids",
   attentionMask: "attention_mask",
   positionIds: "position_ids",
@@ -107,5 +114,51 @@ describe("decoder feeds", () => {
     expect(Array.from(outputs.lastLogits(1))).toEqual([12, 13, 14, 15]);
     expect(outputs.present["past_key_values.0.key"]).toBe(present);
     expect(() => readDecoderOutputs(IO, {}, 1)).toThrow(/no 'logits' output/);
+  });
+
+  describe("onnxruntime-genai's aligned layout", () => {
+    const ALIGNED: DecoderIO = { ...IO, layout: "aligned", shareBuffer: true, positionIds: null };
+
+    it("a growing cache: the mask spans past plus new, each row's ones from the start", () => {
+      const past = {
+        length: 3,
+        tensors: {
+          "past_key_values.0.key": new Float32Array(2 * 2 * 3 * 3),
+          "past_key_values.0.value": new Float32Array(2 * 2 * 3 * 3),
+        },
+      };
+      const feeds = decoderFeeds(ALIGNED, {
+        rows: [
+          { tokens: [5], filled: 3 },
+          { tokens: [6], filled: 1 },
+        ],
+        past,
+      });
+      expect(values(feeds.attention_mask)).toEqual({
+        data: [1, 1, 1, 1, 1, 1, 0, 0],
+        dims: [2, 4],
+      });
+      expect(feeds.position_ids).toBeUndefined();
+    });
+
+    it("a shared buffer: the mask is as wide as the buffer, and presents bind to the pasts", () => {
+      const key = new Float32Array(1 * 2 * 8 * 3);
+      const value = new Float32Array(1 * 2 * 8 * 3);
+      const feeds = decoderFeeds(ALIGNED, {
+        rows: [{ tokens: [5], filled: 2 }],
+        past: {
+          length: 8,
+          tensors: { "past_key_values.0.key": key, "past_key_values.0.value": value },
+        },
+      });
+      expect(values(feeds.attention_mask)).toEqual({
+        data: [1, 1, 1, 0, 0, 0, 0, 0],
+        dims: [1, 8],
+      });
+      const bound = boundPresents(ALIGNED, feeds);
+      expect(bound["present.0.key"]?.data).toBe(key);
+      expect(bound["present.0.value"]?.data).toBe(value);
+      expect(bound["present.0.key"]?.dims).toEqual([1, 2, 8, 3]);
+    });
   });
 });
