@@ -33,6 +33,10 @@ runtime
   .option("--batch-window-ms <ms>", "how long a classification batch waits to fill")
   .option("--generation-concurrency <n>", "generations decoded at once")
   .option("--max-queue <n>", "waiting requests before 429")
+  .option(
+    "--kv-cache-tokens <n>",
+    "KV cache positions decoding sequences may reserve together (default: concurrency x maxTokens)",
+  )
   .option("--hypothesis-template <text>", "zero-shot hypothesis, with {} for the label")
   .option(
     "--similarity-midpoint <cosine>",

@@ -21,7 +21,11 @@ export const CONDITION_REASONS = [
   "RollingOut",
   /** Ready and Progressing False: no replica is asked for (spec.replicas is 0). */
   "ScaledToZero",
-  /** Degraded True: the spec passed the schema but cannot work (message says why); nothing is applied. */
+  /**
+   * Degraded True: the spec cannot work (message names each field and why); nothing is applied.
+   * Either it passes the schema but breaks a rule the schema cannot say, or it fails the schema
+   * (stored before the CRD tightened a rule).
+   */
   "InvalidSpec",
   /** Degraded True: the init container could not fetch the model (its error line is in the message). */
   "FetchFailed",

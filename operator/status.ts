@@ -11,16 +11,16 @@ import {
   type ConditionType,
 } from "../crds/conditions.js";
 import type { InferenceModel, InferenceModelStatus } from "../crds/inference-model.js";
-import { parseSourceUri } from "../runtime/fetch/source-uri.js";
 import { FETCH_CONTAINER, RUNTIME_CONTAINER } from "./children/deployment.js";
 import { selectorString } from "./children/labels.js";
 import { generationOf } from "./children/owner.js";
-import { requestsAboveLimits } from "./children/resources.js";
 import { serviceEndpoint } from "./children/service.js";
+import type { SpecVerdict } from "./spec-check.js";
 
 /**
- * An InferenceModel's status as a pure function of its spec and what the
- * operator observed of its children. No clock is read (`now` is an
+ * An InferenceModel's status as a pure function of the spec check's verdict
+ * (operator/spec-check.ts: the parsed model, or why it cannot be applied) and
+ * what the operator observed of its children. No clock is read (`now` is an
  * argument) and a condition keeps its lastTransitionTime while its status
  * stays the same, so two passes over an unchanged world give equal statuses
  * and the controller can skip the write.
@@ -61,13 +61,14 @@ export function observeDeployment(deployment: V1Deployment): ObservedDeployment 
 }
 
 export function computeStatus(
-  model: InferenceModel,
+  verdict: SpecVerdict,
   observed: Observed,
   now: string,
-  previous: InferenceModelStatus | undefined = model.status,
+  previous: InferenceModelStatus | undefined = verdict.status,
 ): ModelStatus {
+  const model = verdict.ref;
   const generation = generationOf(model);
-  const verdicts = judge(model, observed);
+  const verdicts = judge(verdict, observed);
   const conditions = CONDITION_ORDER.map((type): Condition => {
     const verdict = verdicts[type];
     const before = previous?.conditions?.find((c) => c.type === type);
@@ -91,23 +92,26 @@ export function computeStatus(
   return status;
 }
 
-function judge(model: InferenceModel, observed: Observed): Record<ConditionType, Verdict> {
-  const invalid = validateSpecSemantics(model);
+function judge(spec: SpecVerdict, observed: Observed): Record<ConditionType, Verdict> {
+  const invalid = spec.valid ? undefined : spec.problems.join("; ");
   const deployment = observed.deployment;
   const st = deployment?.status ?? {};
-  const desired = deployment?.desiredReplicas ?? desiredFromSpec(model);
+  // A spec that fails the schema says nothing about replicas; then only the
+  // Deployment of an earlier spec can.
+  const desired = deployment?.desiredReplicas ?? (spec.model ? desiredFromSpec(spec.model) : 0);
   const available = observed.endpointsReady ?? st.availableReplicas ?? 0;
   const stalled = stalledRollout(st);
 
-  const degraded: Verdict = invalid
-    ? { status: "True", reason: "InvalidSpec", message: invalid.message }
-    : (podFailure(observed.pods ?? []) ??
-      (stalled === undefined
-        ? { status: "False", reason: "AsExpected", message: "" }
-        : { status: "True", reason: "RolloutStalled", message: stalled }));
+  const degraded: Verdict =
+    invalid !== undefined
+      ? { status: "True", reason: "InvalidSpec", message: invalid }
+      : (podFailure(observed.pods ?? []) ??
+        (stalled === undefined
+          ? { status: "False", reason: "AsExpected", message: "" }
+          : { status: "True", reason: "RolloutStalled", message: stalled }));
 
   let progressing: Verdict;
-  if (invalid) {
+  if (invalid !== undefined) {
     // The controller does not apply a spec that cannot work: nothing moves.
     progressing = {
       status: "False",
@@ -135,7 +139,7 @@ function judge(model: InferenceModel, observed: Observed): Record<ConditionType,
   if (available > 0) {
     // Pods of the previous spec still answer during a rollout, a stalled
     // one, or after an edit that cannot be applied: the model is served.
-    const note = invalid ? "; the latest spec is not applied (see Degraded)" : "";
+    const note = invalid !== undefined ? "; the latest spec is not applied (see Degraded)" : "";
     ready = {
       status: "True",
       reason: "Available",
@@ -251,41 +255,4 @@ function lastLine(text: string | undefined): string | undefined {
     .filter((l) => l !== "");
   const last = lines.at(-1);
   return last === undefined ? undefined : last.slice(0, 512);
-}
-
-/**
- * Problems of a spec that passes the schema but cannot work, as a Degraded
- * condition (without a transition time: the caller owns the clock), or null.
- * Never throws: every problem is collected into one message so the user can
- * fix them in one edit.
- */
-export function validateSpecSemantics(
-  model: InferenceModel,
-): Omit<Condition, "lastTransitionTime"> | null {
-  const problems: string[] = [];
-  const { source } = model.spec;
-  try {
-    // The init container's own parser: the operator accepts exactly the
-    // URIs `modelgate runtime fetch` does.
-    const uri = parseSourceUri(source.uri);
-    if (source.revision !== undefined && uri.scheme !== "hf") {
-      problems.push(`spec.source.revision applies to hf:// sources only, not ${uri.scheme}://`);
-    }
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    const hint = /^pvc:\/\//i.test(source.uri)
-      ? "; pvc:// sources are not supported yet: copy the model to s3://, https:// or hf://"
-      : "";
-    problems.push(`spec.source.uri: ${message}${hint}`);
-  }
-  problems.push(...requestsAboveLimits(model.spec.resources));
-  if (problems.length === 0) return null;
-  const generation = generationOf(model);
-  return {
-    type: "Degraded",
-    status: "True",
-    reason: "InvalidSpec",
-    message: problems.join("; "),
-    ...(generation === undefined ? {} : { observedGeneration: generation }),
-  };
 }

@@ -2,19 +2,9 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import { sendError } from "../api/error-envelope.js";
 import { HttpErrors } from "../lib/http/http-errors.js";
 import { acceptJsonBodiesOnly } from "../lib/http/json-body.js";
-import type { RuntimeMetrics } from "./metrics.js";
-import type { ModelService } from "./model-service.js";
+import type { RuntimeContext } from "./context.js";
 import { healthRoutes } from "./routes/health.route.js";
 import { responsesRoute } from "./routes/responses.route.js";
-
-/** What the routes need; built by `buildRuntime`'s caller, never from globals. */
-export interface RuntimeContext {
-  modelId: string;
-  /** Null until the model is loaded and warmed. */
-  service: () => ModelService | null;
-  metrics: RuntimeMetrics;
-  now: () => number;
-}
 
 export interface RuntimeDeps extends RuntimeContext {
   logger: FastifyBaseLogger;

@@ -27,6 +27,7 @@ export const serveConfigSchema = z.object({
   batchWindowMs: z.coerce.number().min(0).default(DEFAULT_THROUGHPUT.batchWindowMs),
   generationConcurrency: positiveInt.default(DEFAULT_THROUGHPUT.generationConcurrency),
   maxQueue: positiveInt.default(DEFAULT_THROUGHPUT.maxQueue),
+  kvCacheTokens: positiveInt.optional(),
   hypothesisTemplate: z
     .string()
     .refine((t) => t.includes("{}"), "the hypothesis template needs a {} for the label")

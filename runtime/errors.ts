@@ -28,6 +28,14 @@ export const RuntimeErrors = {
     (retryAfter: number) => `The model is at capacity; retry after ${retryAfter} s.`,
     (retryAfter) => ({ retryAfterSeconds: retryAfter }),
   ),
+  clientClosed: defineError(
+    "client_closed_request",
+    499,
+    "invalid_request_error",
+    (_cause?: unknown) =>
+      "The client closed the connection while the request waited for the model.",
+    (cause?: unknown) => ({ cause }),
+  ),
   notReady: defineError(
     "model_not_ready",
     503,

@@ -57,6 +57,13 @@ export async function serveRuntime(flags: Record<string, unknown>): Promise<void
     });
     for (const note of model.notes) logger.warn(note);
     const loaded = new ModelService(model, config, metrics, Math.random);
+    const budget = loaded.kvCacheBudget;
+    if (budget) {
+      logger.info(
+        { kvCacheTokens: budget.tokens, kvCacheMiB: Math.round(budget.bytes / 2 ** 20) },
+        "KV cache budget",
+      );
+    }
     await loaded.warmup();
     service = loaded;
   } catch (error) {

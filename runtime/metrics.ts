@@ -11,6 +11,7 @@ export interface RuntimeMetrics {
   batchSize: Histogram;
   queueDepth: Gauge;
   inFlight: Gauge;
+  queueWait: Histogram;
 }
 
 export function createRuntimeMetrics(labels: { model: string }): RuntimeMetrics {
@@ -63,6 +64,12 @@ export function createRuntimeMetrics(labels: { model: string }): RuntimeMetrics 
     inFlight: new Gauge({
       name: "modelgate_runtime_requests_in_flight",
       help: "Requests running on the model",
+      registers,
+    }),
+    queueWait: new Histogram({
+      name: "modelgate_runtime_queue_wait_seconds",
+      help: "Time a request waited in the admission queue before the model took it",
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     }),
   };

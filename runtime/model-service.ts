@@ -1,15 +1,21 @@
 import type { ResponsesRequest } from "../api/responses-request.js";
-import type { LabelScores, PreparedClassification } from "./classify/classifier.js";
-import { Batcher } from "./engine/batcher.js";
+import type {
+  LabelScores,
+  PreparedClassification,
+  ZeroShotClassifier,
+} from "./classify/classifier.js";
+import { AdmissionQueue } from "./engine/admission-queue.js";
+import { BatchExecutor } from "./engine/batch-executor.js";
 import { DecodeScheduler } from "./generation/decode-scheduler.js";
-import type { GenerationOutcome, PreparedGeneration } from "./generation/text-generator.js";
+import type { DecodeJob, Generated } from "./generation/generate.js";
+import type { GenerationOutcome, TextGenerator } from "./generation/text-generator.js";
 import type { RuntimeMetrics } from "./metrics.js";
 import type { LoadedModel } from "./model/load-model.js";
 
 /**
- * A loaded model behind its batcher: the one object the HTTP layer talks to.
- * Preparing (tokenising, the token limit) happens on arrival so that a bad
- * request is refused before it waits in the queue.
+ * A loaded model behind its admission queue and executor: the one object the
+ * HTTP layer talks to. Preparing (tokenising, the token limit) happens on
+ * arrival so that a bad request is refused before it waits in the queue.
  */
 export interface ThroughputOptions {
   /** Classification: most requests in one model run. */
@@ -20,6 +26,12 @@ export interface ThroughputOptions {
   generationConcurrency: number;
   /** Requests allowed to wait before new ones get 429. */
   maxQueue: number;
+  /**
+   * Generation: KV cache positions the batch may reserve, across sequences
+   * (each reserves its prompt plus its output limit); unset, the concurrency
+   * times the token limit, so only the concurrency bounds the batch.
+   */
+  kvCacheTokens?: number | undefined;
 }
 
 export const DEFAULT_THROUGHPUT: ThroughputOptions = {
@@ -35,87 +47,76 @@ export type ServiceResult =
   | { task: "text-generation"; outcome: GenerationOutcome }
   | { task: "zero-shot-classification"; scores: LabelScores; inputTokens: number };
 
-interface GenerationJob {
-  prepared: PreparedGeneration;
-  signal: AbortSignal | undefined;
-}
+/** Exactly what a model's task needs: its model, its admission queue, its one executor. */
+export type Lane =
+  | {
+      task: "text-generation";
+      generator: TextGenerator;
+      admission: AdmissionQueue<DecodeJob, Generated>;
+      /** Continuous batching on a graph with a KV cache; one sequence per run without. */
+      executor: DecodeScheduler | BatchExecutor<DecodeJob, Generated>;
+    }
+  | {
+      task: "zero-shot-classification";
+      classifier: ZeroShotClassifier;
+      admission: AdmissionQueue<PreparedClassification, LabelScores>;
+      executor: BatchExecutor<PreparedClassification, LabelScores>;
+    };
 
 export class ModelService {
-  /** Graphs without a KV cache: one sequence per run, bounded concurrency. */
-  private readonly generations: Batcher<GenerationJob, GenerationOutcome> | null = null;
-  /** Graphs with a KV cache: continuous batching. */
-  private readonly decoder: DecodeScheduler | null = null;
-  private readonly classifications: Batcher<PreparedClassification, LabelScores> | null = null;
+  readonly lane: Lane;
 
   constructor(
     readonly model: LoadedModel,
-    options: ThroughputOptions,
+    private readonly options: ThroughputOptions,
     private readonly metrics: RuntimeMetrics,
     private readonly random: () => number,
   ) {
-    const onBatch = (size: number) => metrics.batchSize.observe(size);
-    if (model.task === "text-generation" && model.generator.canBatch) {
-      const generator = model.generator;
-      this.decoder = new DecodeScheduler(generator.session, generator.io, {
-        maxBatch: options.generationConcurrency,
-        maxQueue: options.maxQueue,
-        eosIds: generator.eosIds,
-        onStep: onBatch,
-      });
-    } else if (model.task === "text-generation") {
-      const generator = model.generator;
-      this.generations = new Batcher({
-        maxBatchSize: 1,
-        maxWaitMs: 0,
-        maxQueue: options.maxQueue,
-        concurrency: options.generationConcurrency,
-        onBatch,
-        run: async ([job]) => [await generator.run(job!.prepared, this.random, job!.signal)],
-      });
-    } else {
-      const classifier = model.classifier;
-      this.classifications = new Batcher({
-        maxBatchSize: options.maxBatchSize,
-        maxWaitMs: options.batchWindowMs,
-        maxQueue: options.maxQueue,
-        concurrency: 1,
-        onBatch,
-        run: (items) => classifier.runBatch(items),
-      });
-    }
+    this.lane =
+      model.task === "text-generation"
+        ? generationLane(model.generator, options, metrics)
+        : classificationLane(model.classifier, options, metrics);
   }
 
   get task(): LoadedModel["task"] {
-    return this.model.task;
+    return this.lane.task;
   }
 
-  private get queue(): { depth: number; inFlight: number } {
-    return (this.decoder ?? this.generations ?? this.classifications)!;
+  /**
+   * The KV cache's bound, for a decoder with one: positions the batch may
+   * reserve and what they take at most (float32 keys and values).
+   */
+  get kvCacheBudget(): { tokens: number; bytes: number } | null {
+    const lane = this.lane;
+    if (lane.task !== "text-generation" || !lane.generator.canBatch) return null;
+    const { io, limits } = lane.generator;
+    const tokens =
+      this.options.kvCacheTokens ?? this.options.generationConcurrency * limits.maxTokens;
+    return { tokens, bytes: tokens * io.cache.length * io.kvHeads * io.headDim * 4 };
   }
 
+  /** Requests waiting for the model. */
   get queueDepth(): number {
-    return this.queue.depth;
+    return this.lane.admission.depth;
   }
 
+  /** Requests the model is working on. */
   get inFlight(): number {
-    return this.queue.inFlight;
+    return this.lane.admission.inFlight;
   }
 
   async respond(request: ResponsesRequest, signal?: AbortSignal): Promise<ServiceResult> {
-    if (this.model.task === "text-generation") {
-      const generator = this.model.generator;
+    const lane = this.lane;
+    if (lane.task === "text-generation") {
+      const { generator } = lane;
       const prepared = generator.prepare(request);
-      const outcome = this.decoder
-        ? generator.outcome(
-            prepared,
-            await this.decoder.submit(generator.job(prepared, this.random, signal)),
-          )
-        : await this.generations!.submit({ prepared, signal }, signal);
+      const generated = await lane.admission.submit(generator.job(prepared, this.random), signal);
+      const outcome = generator.outcome(prepared, generated);
       this.metrics.timeToFirstToken.observe(outcome.firstTokenMs / 1000);
       return { task: "text-generation", outcome };
     }
-    const prepared = this.model.classifier.prepare(request);
-    const scores = await this.classifications!.submit(prepared, signal);
+    const prepared = lane.classifier.prepare(request);
+    const scores = await lane.admission.submit(prepared, signal);
     return { task: "zero-shot-classification", scores, inputTokens: prepared.inputTokens };
   }
 
@@ -134,9 +135,62 @@ export class ModelService {
     await this.respond(request);
   }
 
+  /** Stops taking requests (503); those already admitted or waiting still run. */
   close(): void {
-    this.decoder?.close();
-    this.generations?.close();
-    this.classifications?.close();
+    this.lane.admission.close();
   }
+}
+
+/** The queue's load and waits, in the runtime's metrics: the one place they come from. */
+function admissionOf<J, R>(options: ThroughputOptions, metrics: RuntimeMetrics) {
+  return new AdmissionQueue<J, R>({
+    maxQueue: options.maxQueue,
+    onLoad: ({ waiting, inFlight }) => {
+      metrics.queueDepth.set(waiting);
+      metrics.inFlight.set(inFlight);
+    },
+    onAdmit: (seconds) => metrics.queueWait.observe(seconds),
+  });
+}
+
+function generationLane(
+  generator: TextGenerator,
+  options: ThroughputOptions,
+  metrics: RuntimeMetrics,
+): Lane {
+  const admission = admissionOf<DecodeJob, Generated>(options, metrics);
+  const onBatch = (size: number) => metrics.batchSize.observe(size);
+  const executor = generator.canBatch
+    ? new DecodeScheduler(admission, generator.session, generator.io, {
+        maxBatch: options.generationConcurrency,
+        maxSequenceTokens: generator.limits.maxTokens,
+        maxCacheTokens:
+          options.kvCacheTokens ?? options.generationConcurrency * generator.limits.maxTokens,
+        eosIds: generator.eosIds,
+        onStep: onBatch,
+      })
+    : new BatchExecutor<DecodeJob, Generated>(admission, {
+        maxBatchSize: 1,
+        maxWaitMs: 0,
+        concurrency: options.generationConcurrency,
+        onBatch,
+        run: (batch) => Promise.all(batch.map((q) => generator.decode(q.job, q.signal))),
+      });
+  return { task: "text-generation", generator, admission, executor };
+}
+
+function classificationLane(
+  classifier: ZeroShotClassifier,
+  options: ThroughputOptions,
+  metrics: RuntimeMetrics,
+): Lane {
+  const admission = admissionOf<PreparedClassification, LabelScores>(options, metrics);
+  const executor = new BatchExecutor(admission, {
+    maxBatchSize: options.maxBatchSize,
+    maxWaitMs: options.batchWindowMs,
+    concurrency: 1,
+    onBatch: (size) => metrics.batchSize.observe(size),
+    run: (batch) => classifier.runBatch(batch.map((q) => q.job)),
+  });
+  return { task: "zero-shot-classification", classifier, admission, executor };
 }

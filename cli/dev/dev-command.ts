@@ -1,19 +1,18 @@
-import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { modelIdOf, type InferenceModel } from "../../crds/inference-model.js";
 import { buildGateway } from "../../gateway/app.js";
-import { generateApiKey } from "../../gateway/auth/key-format.js";
 import { createGatewayComponents } from "../../gateway/components.js";
-import { gatewayConfigSchema } from "../../gateway/config.js";
+import { parseGatewayConfig } from "../../gateway/config.js";
 import { FileSource, readModelFolder } from "../../gateway/registry/file-source.js";
 import { createLogger } from "../../lib/logger.js";
 import { fetchModel } from "../../runtime/fetch/fetch-model.js";
 import { startChild, waitUntilReady, type Child } from "./child-process.js";
-import { howToCall } from "./how-to-call.js";
+import { DEMO_KID, DEMO_PROJECT, loadOrCreateDemoCredentials } from "./demo-credentials.js";
+import { banner, howToCall } from "./how-to-call.js";
 import { locateModel } from "./model-paths.js";
 
 /**
@@ -129,12 +128,9 @@ export async function runDev(options: DevOptions): Promise<void> {
       endpoints.set(id, `http://127.0.0.1:${port}`);
     }
 
-    // 2. The demo credentials: an API key, and a payment provider with a signing secret.
-    const demo = generateApiKey({ id: "key_demo" });
-    await writeFile(
-      join(stateDir, "keys.yaml"),
-      `accounts:\n  - id: demo\n    projects: [default]\nkeys:\n  - id: ${demo.id}\n    hash: ${demo.hash}\n    account: demo\n`,
-    );
+    // 2. The demo credentials (kept in the state folder across restarts) and
+    //    a local payment provider.
+    const demo = await loadOrCreateDemoCredentials(stateDir);
     let pay: { kid: string; secret: string; secretFile: string } | null = null;
     let providerUrl: string | undefined;
     if (
@@ -142,36 +138,41 @@ export async function runDev(options: DevOptions): Promise<void> {
       existsSync(PROVIDER) &&
       process.execArgv.join(" ").includes("tsx")
     ) {
-      const credential = randomBytes(16).toString("hex");
-      const provider = startChild("payment-provider", PROVIDER, ["--credential", credential], say);
+      const provider = startChild(
+        "payment-provider",
+        PROVIDER,
+        ["--credential", demo.providerCredential],
+        say,
+      );
       children.push(provider);
       providerUrl = (await provider.waitForLine(/^http:\/\//, 20_000)).trim();
-      const secret = randomBytes(24).toString("hex");
-      pay = { kid: "dev", secret, secretFile: join(stateDir, "pay-secret") };
-      await writeFile(pay.secretFile, secret);
-      await writeFile(join(stateDir, "pay-secrets.yaml"), `dev: ${secret}\n`);
-      await writeFile(join(stateDir, "provider-credential"), credential);
+      pay = { kid: DEMO_KID, secret: demo.paySecret, secretFile: demo.files.paySecret };
     } else if (options.pay !== false) {
       say(
         "payment route: the local payment provider runs from a source checkout only (npm run dev); /pay/v1 answers 401",
       );
     }
 
-    // 3. The gateway, routing to the runtimes started above.
-    const config = gatewayConfigSchema.parse({
-      host: options.host ?? "127.0.0.1",
-      port: options.port ?? "8080",
-      keysFile: join(stateDir, "keys.yaml"),
-      stateDir: join(stateDir, "gateway"),
-      ...(pay && providerUrl
-        ? {
-            payProviderUrl: providerUrl,
-            payProviderCredentialFile: join(stateDir, "provider-credential"),
-            paySigningSecretsFile: join(stateDir, "pay-secrets.yaml"),
-          }
-        : {}),
-      logLevel: process.env.LOG_LEVEL ?? "warn",
-    });
+    // 3. The gateway, routing to the runtimes started above. Its other
+    //    settings (rate limits, timeouts) come from MODELGATE_* variables, as
+    //    for `modelgate gateway`.
+    const config = parseGatewayConfig(
+      {
+        host: options.host ?? "127.0.0.1",
+        port: options.port ?? "8080",
+        keysFile: demo.files.keys,
+        stateDir: join(stateDir, "gateway"),
+        ...(pay && providerUrl
+          ? {
+              payProviderUrl: providerUrl,
+              payProviderCredentialFile: demo.files.providerCredential,
+              paySigningSecretsFile: demo.files.paySecrets,
+            }
+          : {}),
+        logLevel: process.env.LOG_LEVEL ?? process.env.MODELGATE_LOG_LEVEL ?? "warn",
+      },
+      process.env,
+    );
     const logger = createLogger({ level: config.logLevel, name: "gateway" });
     const components = await createGatewayComponents(config, logger);
     const source = new FileSource({
@@ -187,15 +188,18 @@ export async function runDev(options: DevOptions): Promise<void> {
     const app = buildGateway(components.deps);
     const address = await app.listen({ host: config.host, port: config.port });
 
-    say("");
-    say(
-      `Modelgate is running: gateway ${address}, ${models.length} model(s), API key for account demo:`,
-    );
-    say(`  ${demo.key}`);
-    say("");
+    for (const line of banner({
+      address,
+      models: models.length,
+      apiKey: demo.apiKey,
+      keptIn: stateDir,
+      builtInModels: options.modelsDir === undefined,
+    }))
+      say(line);
     for (const line of howToCall(components.deps.registry.list(), {
       baseUrl: address,
-      apiKey: demo.key,
+      apiKey: demo.apiKey,
+      project: DEMO_PROJECT,
       pay,
       nowSeconds: Math.floor(Date.now() / 1000),
     }))

@@ -1,6 +1,6 @@
 import type { V1EndpointSlice } from "@kubernetes/client-node";
 import type { InferenceModel } from "../../crds/inference-model.js";
-import { childNames } from "../../operator/children/names.js";
+import { childNames } from "../../crds/child-names.js";
 import { objectKey } from "./parse-model.js";
 import { routableModel, type RoutableModel } from "./registry.js";
 import { serviceNameOf } from "../../lib/kube/endpoint-slices.js";
@@ -12,7 +12,7 @@ import { endpointsFromSlices } from "./slice-endpoints.js";
  * names exactly the models it affects. No I/O: the watch shell feeds events
  * in and copies the affected models into the registry.
  *
- * A model's Service is found from its name (operator/children/names.ts), so
+ * A model's Service is found from its name (crds/child-names.ts), so
  * a slice can arrive before or after its model, or belong to no model yet.
  */
 export class ClusterIndex {

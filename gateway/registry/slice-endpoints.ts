@@ -1,6 +1,6 @@
 import type { V1EndpointSlice } from "@kubernetes/client-node";
 import { isReady, serviceNameOf } from "../../lib/kube/endpoint-slices.js";
-import { HTTP_PORT_NAME } from "../../operator/children/runtime-args.js";
+import { HTTP_PORT_NAME } from "../../crds/child-names.js";
 
 /**
  * A model's ready endpoints, read from the EndpointSlices of its Service

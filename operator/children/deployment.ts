@@ -7,12 +7,12 @@ import type {
   V1SecurityContext,
   V1VolumeMount,
 } from "@kubernetes/client-node";
+import { childNames, HTTP_PORT, HTTP_PORT_NAME } from "../../crds/child-names.js";
 import type { InferenceModel } from "../../crds/inference-model.js";
 import { standardLabels, selectorLabels } from "./labels.js";
-import { childNames } from "./names.js";
 import { childMetadata } from "./owner.js";
 import { containerResources } from "./resources.js";
-import { fetchArgs, HTTP_PORT, HTTP_PORT_NAME, MODELS_DIR, serveArgs } from "./runtime-args.js";
+import { fetchArgs, MODELS_DIR, serveArgs } from "./runtime-args.js";
 import { SPEC_HASH_ANNOTATION, specHash } from "./spec-hash.js";
 
 /**

@@ -1,6 +1,6 @@
 import type { V2HorizontalPodAutoscaler } from "@kubernetes/client-node";
+import { childNames } from "../../crds/child-names.js";
 import type { InferenceModel } from "../../crds/inference-model.js";
-import { childNames } from "./names.js";
 import { childMetadata } from "./owner.js";
 
 /**

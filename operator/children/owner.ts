@@ -3,6 +3,12 @@ import { API_VERSION, KIND, type InferenceModel } from "../../crds/inference-mod
 import { standardLabels } from "./labels.js";
 
 /**
+ * What the builders' metadata, the status, the writer and the events need of
+ * a model: its metadata alone, which even an object that fails the schema has.
+ */
+export type ModelRef = Pick<InferenceModel, "metadata">;
+
+/**
  * The owner reference and the metadata every child shares, made in one
  * place. `controller: true` marks the InferenceModel as the one controller
  * of the child (the operator's watches map a child back to its model through

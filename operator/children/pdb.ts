@@ -1,7 +1,7 @@
 import type { V1PodDisruptionBudget } from "@kubernetes/client-node";
+import { childNames } from "../../crds/child-names.js";
 import type { InferenceModel } from "../../crds/inference-model.js";
 import { selectorLabels } from "./labels.js";
-import { childNames } from "./names.js";
 import { childMetadata } from "./owner.js";
 
 /**

@@ -1,3 +1,4 @@
+import { HTTP_PORT } from "../../crds/child-names.js";
 import { modelIdOf, type InferenceModel } from "../../crds/inference-model.js";
 
 /**
@@ -12,8 +13,6 @@ import { modelIdOf, type InferenceModel } from "../../crds/inference-model.js";
  * the next flag, by commander or by `util.parseArgs`.
  */
 export const MODELS_DIR = "/models";
-export const HTTP_PORT = 8080;
-export const HTTP_PORT_NAME = "http";
 
 type Tuning = NonNullable<InferenceModel["spec"]["runtime"]>;
 

@@ -1,9 +1,8 @@
 import type { V1Service } from "@kubernetes/client-node";
+import { childNames, HTTP_PORT, HTTP_PORT_NAME } from "../../crds/child-names.js";
 import type { InferenceModel } from "../../crds/inference-model.js";
 import { selectorLabels } from "./labels.js";
-import { childNames } from "./names.js";
 import { childMetadata } from "./owner.js";
-import { HTTP_PORT, HTTP_PORT_NAME } from "./runtime-args.js";
 
 /**
  * The ClusterIP Service the gateway calls: `http://<service>.<ns>.svc:8080`.

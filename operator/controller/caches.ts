@@ -1,6 +1,7 @@
 import {
   type KubeConfig,
   type KubernetesObject,
+  type ObjectCache,
   type V1EndpointSlice,
   type V1Pod,
 } from "@kubernetes/client-node";
@@ -18,13 +19,24 @@ import { CHILD_KINDS, type ChildKind } from "./desired.js";
  * operator holds only its own objects, not every Deployment in the cluster.
  * Every event is turned into the key of the model it concerns.
  */
-export interface Caches {
+export interface Caches extends ClusterView {
   models: WatchedCache<KubernetesObject>;
   children: Record<ChildKind, WatchedCache<KubernetesObject>>;
   pods: WatchedCache<V1Pod>;
   slices: WatchedCache<V1EndpointSlice>;
   synced: Promise<void>;
   stop(): Promise<void>;
+}
+
+/**
+ * What the reconciler reads: these caches in the operator, an in-memory
+ * store in the reconciler's tests.
+ */
+export interface ClusterView {
+  models: ObjectCache<KubernetesObject>;
+  children: Record<ChildKind, ObjectCache<KubernetesObject>>;
+  pods: ObjectCache<V1Pod>;
+  slices: ObjectCache<V1EndpointSlice>;
 }
 
 export interface CachesOptions {

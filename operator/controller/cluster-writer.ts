@@ -9,8 +9,8 @@ import {
   type KubeConfig,
   type KubernetesObject,
 } from "@kubernetes/client-node";
-import { GROUP, PLURAL, VERSION, type InferenceModel } from "../../crds/inference-model.js";
-import { uidOf } from "../children/owner.js";
+import { GROUP, PLURAL, VERSION } from "../../crds/inference-model.js";
+import { uidOf, type ModelRef } from "../children/owner.js";
 import type { ModelStatus } from "../status.js";
 import type { ChildRef } from "./desired.js";
 
@@ -33,8 +33,8 @@ export interface Writer {
   apply(obj: KubernetesObject): Promise<KubernetesObject>;
   /** Deletes a child; a child already gone is not an error. */
   remove(ref: ChildRef): Promise<void>;
-  writeStatus(model: InferenceModel, status: ModelStatus): Promise<void>;
-  event(model: InferenceModel, event: ModelEvent): Promise<void>;
+  writeStatus(model: ModelRef, status: ModelStatus): Promise<void>;
+  event(model: ModelRef, event: ModelEvent): Promise<void>;
 }
 
 export function clusterWriter(kc: KubeConfig, reportingInstance: string): Writer {

@@ -2,15 +2,15 @@ import type { KubernetesObject } from "@kubernetes/client-node";
 import type { InferenceModel } from "../../crds/inference-model.js";
 import { buildDeployment, type BuildContext } from "../children/deployment.js";
 import { buildHpa } from "../children/hpa.js";
-import { childNames } from "../children/names.js";
+import { childNames } from "../../crds/child-names.js";
 import { buildPdb } from "../children/pdb.js";
 import { buildService } from "../children/service.js";
 
 /**
  * The kinds of children an InferenceModel may have, with what the
  * controller needs to watch, apply and delete them. The order is the apply
- * order: the Service first, so the gateway's registry can watch its
- * EndpointSlices before the first pod turns ready.
+ * order (STYLE.md's one writer: Service, Deployment, HPA, PDB); the
+ * reconciler's write() says why it matters.
  */
 export const CHILD_KINDS = [
   { kind: "Service", apiVersion: "v1", plural: "services", group: "" },
@@ -39,7 +39,7 @@ export interface ChildRef {
 }
 
 export interface DesiredChildren {
-  /** Objects to server-side apply, in order. */
+  /** Objects to server-side apply, in CHILD_KINDS order. */
   apply: KubernetesObject[];
   /** Children that must not exist (an HPA after autoscaling was removed, say). */
   absent: ChildRef[];

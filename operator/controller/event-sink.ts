@@ -1,4 +1,4 @@
-import type { InferenceModel } from "../../crds/inference-model.js";
+import type { ModelRef } from "../children/owner.js";
 import type { Logger } from "../../lib/logger.js";
 import type { ModelEvent, Writer } from "./cluster-writer.js";
 
@@ -10,7 +10,7 @@ import type { ModelEvent, Writer } from "./cluster-writer.js";
  * add load to an API server that is already busy.
  */
 export interface EventSink {
-  record(model: InferenceModel, event: ModelEvent): void;
+  record(model: ModelRef, event: ModelEvent): void;
   /** Waits for the events already recorded (graceful shutdown). */
   flush(): Promise<void>;
 }
@@ -22,7 +22,7 @@ export function eventSink(
 ): EventSink {
   const concurrency = options.concurrency ?? 8;
   const maxPending = options.maxPending ?? 1000;
-  const pending: [InferenceModel, ModelEvent][] = [];
+  const pending: [ModelRef, ModelEvent][] = [];
   let running = 0;
   let dropped = 0;
   const idle: (() => void)[] = [];

@@ -6,7 +6,8 @@ import type { WritePlan } from "./plan-writes.js";
 /**
  * One event per kind of change a reconcile made: "created Service x,
  * Deployment x-runtime" rather than one per object, so the list stays short
- * and a burst of new models costs fewer API writes.
+ * and a burst of new models costs fewer API writes. A child's name held by an
+ * object another owner controls is a Warning: nothing is written over it.
  */
 export function eventsForWrites(plan: WritePlan): ModelEvent[] {
   const created = plan.apply.filter((w) => !w.current).map((w) => describe(w.obj));
@@ -35,6 +36,14 @@ export function eventsForWrites(plan: WritePlan): ModelEvent[] {
       reason: "Deleted",
       action: "Delete",
       note: `deleted ${deleted.join(", ")}, no longer asked for`,
+    });
+  }
+  if (plan.notOwned.length > 0) {
+    events.push({
+      type: "Warning",
+      reason: "NotOwned",
+      action: "Reconcile",
+      note: `left alone ${plan.notOwned.map(describe).join(", ")}: another owner controls it; the child is made once it is gone`,
     });
   }
   return events;

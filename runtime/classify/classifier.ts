@@ -2,7 +2,7 @@ import type { ResponsesRequest } from "../../api/responses-request.js";
 
 /**
  * What both zero-shot methods (NLI and sentence similarity) offer the
- * batcher: a synchronous prepare that tokenizes and checks limits, and one
+ * batch executor: a synchronous prepare that tokenizes and checks limits, and one
  * model run for a whole batch of prepared requests.
  */
 export type LabelScores = Record<string, number>;

@@ -11,11 +11,17 @@ export class PromptBuilder {
   private readonly template: Template | null;
   private readonly specialTokens: Record<string, string>;
 
+  /**
+   * `chatTemplateFile` is the folder's `chat_template.jinja`, used when
+   * `tokenizer_config.json` carries no template (newer transformers releases
+   * and onnxruntime-genai's builder keep it in its own file).
+   */
   constructor(
     private readonly tokenizer: TextTokenizer,
     tokenizerConfig: Record<string, unknown>,
+    chatTemplateFile: string | null = null,
   ) {
-    const source = chatTemplateSource(tokenizerConfig.chat_template);
+    const source = chatTemplateSource(tokenizerConfig.chat_template) ?? chatTemplateFile;
     this.template = source ? new Template(source) : null;
     this.specialTokens = {};
     for (const name of ["bos_token", "eos_token", "pad_token", "unk_token"]) {

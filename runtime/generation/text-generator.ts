@@ -5,8 +5,7 @@ import type { TextTokenizer } from "../engine/tokenizer.js";
 import { truncateStart } from "../engine/truncate-text.js";
 import { decideTokenLimit, type OverflowPolicy } from "../token-limit.js";
 import type { DecoderIO } from "./decoder-io.js";
-import type { DecodeJob } from "./decode-scheduler.js";
-import { generate, type Generated } from "./generate.js";
+import { generate, type DecodeJob, type Generated } from "./generate.js";
 import type { PromptBuilder } from "./prompt.js";
 import { chooseSampler } from "./sampler.js";
 
@@ -85,12 +84,11 @@ export class TextGenerator {
   }
 
   /** The decode loop's view of a prepared request. */
-  job(prepared: PreparedGeneration, random: () => number, signal?: AbortSignal): DecodeJob {
+  job(prepared: PreparedGeneration, random: () => number): DecodeJob {
     return {
       promptIds: prepared.promptIds,
       maxNewTokens: prepared.maxNewTokens,
       sampler: chooseSampler({ temperature: prepared.temperature, topP: prepared.topP }, random),
-      signal,
     };
   }
 
@@ -105,14 +103,17 @@ export class TextGenerator {
     };
   }
 
-  /** One sequence on its own: the path of graphs without a cache. */
+  /** Decodes one sequence on its own; stops at the next token once `signal` aborts. */
+  decode(job: DecodeJob, signal?: AbortSignal): Promise<Generated> {
+    return generate(this.session, this.io, { ...job, eosIds: this.eosIds, signal });
+  }
+
+  /** One prepared request, alone and outside any queue (tests and tools). */
   async run(
     prepared: PreparedGeneration,
     random: () => number,
     signal?: AbortSignal,
   ): Promise<GenerationOutcome> {
-    const job = this.job(prepared, random, signal);
-    const result = await generate(this.session, this.io, { ...job, eosIds: this.eosIds });
-    return this.outcome(prepared, result);
+    return this.outcome(prepared, await this.decode(this.job(prepared, random), signal));
   }
 }

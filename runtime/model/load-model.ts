@@ -110,7 +110,12 @@ export async function loadModel(options: LoadOptions): Promise<LoadedModel> {
 
   let session: ModelSession;
   try {
-    session = await ModelSession.open(folder.onnxPath, { intraOpThreads: options.threads });
+    // A genai decoder is as fast and smaller without the arena (see SessionOptions).
+    const genaiDecoder = task === "text-generation" && folder.genaiConfig !== null;
+    session = await ModelSession.open(folder.onnxPath, {
+      intraOpThreads: options.threads,
+      cpuArena: !genaiDecoder,
+    });
   } catch (error) {
     throw modelLoadError(
       `${folder.onnxPath}: onnxruntime cannot load the graph: ${String(error)}`,
@@ -121,9 +126,11 @@ export async function loadModel(options: LoadOptions): Promise<LoadedModel> {
   if (task === "text-generation") {
     const io = readDecoderIO(session.inputs, session.outputs, folder);
     const eosIds = eosIdsFrom(folder.generationConfig, folder.config);
+    // A genai folder without transformers' configs still names its end of sequence.
+    if (eosIds.size === 0) for (const id of io.eosIds) eosIds.add(id);
     if (eosIds.size === 0)
       notes.push("no eos_token_id in the model's configs: output ends only at a limit");
-    const prompt = new PromptBuilder(tokenizer, folder.tokenizerConfig);
+    const prompt = new PromptBuilder(tokenizer, folder.tokenizerConfig, folder.chatTemplate);
     const generator = new TextGenerator(session, io, tokenizer, prompt, eosIds, {
       maxTokens,
       policy: options.overflow,

@@ -4,9 +4,11 @@ import { join } from "node:path";
 import { modelLoadError } from "../errors.js";
 
 /**
- * A model folder in the Hugging Face / Optimum ONNX layout, read once at
- * start-up. Everything the engine knows about a model comes from these files
- * and from the ONNX session's own metadata.
+ * A model folder in the Hugging Face / Optimum ONNX layout, or in the layout
+ * onnxruntime-genai's model builder writes (`genai_config.json` beside
+ * `model.onnx`), read once at start-up. Which layout a folder holds is read
+ * from its files, never from its name. Everything the engine knows about a
+ * model comes from these files and from the ONNX session's own metadata.
  */
 export interface ModelFolder {
   path: string;
@@ -21,6 +23,10 @@ export interface ModelFolder {
   pooling: Record<string, unknown> | null;
   /** sentence-transformers `sentence_bert_config.json` (its `max_seq_length`). */
   sentenceConfig: Record<string, unknown> | null;
+  /** onnxruntime-genai's `genai_config.json`: the decoder's graph file, names and shapes. */
+  genaiConfig: Record<string, unknown> | null;
+  /** `chat_template.jinja`, where newer transformers releases keep the template. */
+  chatTemplate: string | null;
 }
 
 /** Graph files tried in order when none is named; Optimum's names first. */
@@ -63,10 +69,18 @@ export function pickOnnxFile(folder: string, explicit?: string): string | null {
   return found ? join(folder, found) : null;
 }
 
+/** The graph genai_config.json names, when the folder has one and names a file. */
+function genaiGraphFile(genaiConfig: Record<string, unknown> | null): string | undefined {
+  const model = genaiConfig?.model as { decoder?: { filename?: unknown } } | undefined;
+  const filename = model?.decoder?.filename;
+  return typeof filename === "string" && filename.length > 0 ? filename : undefined;
+}
+
 export async function readModelFolder(path: string, onnxFile?: string): Promise<ModelFolder> {
   if (!existsSync(path)) throw modelLoadError(`model folder ${path} does not exist`);
   const missing = ["config.json", "tokenizer.json"].filter((name) => !existsSync(join(path, name)));
-  const onnxPath = pickOnnxFile(path, onnxFile);
+  const genaiConfig = await readOptionalJson(join(path, "genai_config.json"), "genai_config.json");
+  const onnxPath = pickOnnxFile(path, onnxFile ?? genaiGraphFile(genaiConfig));
   if (!onnxPath) missing.push(onnxFile ?? `an ONNX graph (${ONNX_CANDIDATES.join(", ")})`);
   if (missing.length > 0 || !onnxPath) {
     throw modelLoadError(`model folder ${path} is missing ${missing.join(", ")}`);
@@ -99,6 +113,10 @@ export async function readModelFolder(path: string, onnxFile?: string): Promise<
       join(path, "sentence_bert_config.json"),
       "sentence_bert_config.json",
     ),
+    genaiConfig,
+    chatTemplate: existsSync(join(path, "chat_template.jinja"))
+      ? await readFile(join(path, "chat_template.jinja"), "utf8")
+      : null,
   };
 }
 

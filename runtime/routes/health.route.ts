@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import type { RuntimeContext } from "../app.js";
+import type { RuntimeContext } from "../context.js";
 
 /**
  * KServe's v2 health paths. Live while the process serves HTTP; ready only
@@ -11,10 +11,8 @@ export function healthRoutes(app: FastifyInstance, context: RuntimeContext): voi
     const ready = context.service() !== null;
     return reply.code(ready ? 200 : 503).send({ ready });
   });
+  // Queue depth and in-flight gauges are kept current by the admission queue itself.
   app.get("/metrics", async (_request, reply) => {
-    const service = context.service();
-    context.metrics.queueDepth.set(service?.queueDepth ?? 0);
-    context.metrics.inFlight.set(service?.inFlight ?? 0);
     return reply
       .header("content-type", context.metrics.registry.contentType)
       .send(await context.metrics.registry.metrics());

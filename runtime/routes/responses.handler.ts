@@ -2,7 +2,7 @@ import type { FastifyReply } from "fastify";
 import type { ResponsesRequest } from "../../api/responses-request.js";
 import { completedResponse, newId } from "../../api/responses-response.js";
 import { RESPONSE_ID_HEADER, USAGE_HEADERS, isResponseId } from "../../api/runtime-wire.js";
-import type { RuntimeContext } from "../app.js";
+import type { RuntimeContext } from "../context.js";
 import type { ModelService } from "../model-service.js";
 
 /**

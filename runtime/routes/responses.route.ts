@@ -3,7 +3,7 @@ import { checkForTask, validateRequest } from "../../api/validation.js";
 import { HttpErrors } from "../../lib/http/http-errors.js";
 import { jsonBody } from "../../lib/http/json-body.js";
 import { RuntimeErrors } from "../errors.js";
-import type { RuntimeContext } from "../app.js";
+import type { RuntimeContext } from "../context.js";
 import { respondToRequest } from "./responses.handler.js";
 
 /** POST /v1/responses: the spec's body, for the one model this runtime serves. */

@@ -40,6 +40,7 @@ describe("docs/errors.md", () => {
         "context_length_exceeded",
         "rate_limit_exceeded",
         "model_not_ready",
+        "client_closed_request",
         "invalid_api_key",
         "project_forbidden",
         "request_timeout",

@@ -40,7 +40,8 @@ const COVERAGE: Coverage[] = [
     command: "npm ci && npm run dev",
     runBy: [
       [CI, "npm ci"],
-      ["test/dev/dev-command.test.ts", "generateFixtures()", '"cli/modelgate.ts", "dev"'],
+      ["test/dev/dev-command.test.ts", "generateFixtures()", "startDev("],
+      ["test/support/dev-process.ts", '"cli/modelgate.ts",', '"dev",', '"--port",'],
       ["package.json", '"dev": "npm run fixtures && tsx cli/modelgate.ts dev"'],
     ],
   },

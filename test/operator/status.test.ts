@@ -8,6 +8,7 @@ import {
   type Observed,
   type ObservedDeployment,
 } from "../../operator/status.js";
+import { checkSpec } from "../../operator/spec-check.js";
 import { makeModel, type ModelInput } from "./model-fixture.js";
 
 const T1 = "2026-05-01T10:00:00Z";
@@ -309,7 +310,7 @@ const cases: {
 
 describe("computeStatus", () => {
   it.each(cases)("$name", ({ input, observed, expected }) => {
-    const status = computeStatus(makeModel({ generation: 4, ...input }), observed, T1);
+    const status = computeStatus(checkSpec(makeModel({ generation: 4, ...input })), observed, T1);
     expect(brief(status)).toEqual(expected);
     expect(status.conditions.map((c) => c.type)).toEqual(["Ready", "Progressing", "Degraded"]);
     for (const c of status.conditions) {
@@ -322,7 +323,11 @@ describe("computeStatus", () => {
   });
 
   it("publishes replica counts, the scale selector and the endpoint", () => {
-    const status = computeStatus(makeModel({ namespace: "ml" }), { deployment: AVAILABLE }, T1);
+    const status = computeStatus(
+      checkSpec(makeModel({ namespace: "ml" })),
+      { deployment: AVAILABLE },
+      T1,
+    );
     expect(status).toMatchObject({
       replicas: 2,
       readyReplicas: 2,
@@ -334,12 +339,12 @@ describe("computeStatus", () => {
 
   it("keeps lastTransitionTime while a condition's status holds, and moves it when it flips", () => {
     const model = makeModel();
-    const first = computeStatus(model, { deployment: FRESH }, T1, undefined);
-    const again = computeStatus(model, { deployment: FRESH }, T2, first);
+    const first = computeStatus(checkSpec(model), { deployment: FRESH }, T1, undefined);
+    const again = computeStatus(checkSpec(model), { deployment: FRESH }, T2, first);
     // Nothing changed: an equal status, so the controller skips the write.
     expect(again).toEqual(first);
 
-    const up = computeStatus(model, { deployment: AVAILABLE }, T3, again);
+    const up = computeStatus(checkSpec(model), { deployment: AVAILABLE }, T3, again);
     expect(cond(up, "Ready")).toMatchObject({ status: "True", lastTransitionTime: T3 });
     expect(cond(up, "Progressing")).toMatchObject({ status: "False", lastTransitionTime: T3 });
     expect(cond(up, "Degraded")).toMatchObject({ status: "False", lastTransitionTime: T1 });
@@ -347,9 +352,9 @@ describe("computeStatus", () => {
 
   it("keeps lastTransitionTime when only the reason or message changes", () => {
     const model = makeModel();
-    const rolling = computeStatus(model, { deployment: FRESH }, T1, undefined);
+    const rolling = computeStatus(checkSpec(model), { deployment: FRESH }, T1, undefined);
     const failing = computeStatus(
-      model,
+      checkSpec(model),
       { deployment: FRESH, pods: [initCrashLoop("boom")] },
       T2,
       rolling,
@@ -360,14 +365,18 @@ describe("computeStatus", () => {
 
   it("reads the previous status from the model by default", () => {
     const model = makeModel();
-    model.status = computeStatus(model, { deployment: AVAILABLE }, T1);
-    expect(computeStatus(model, { deployment: AVAILABLE }, T2)).toEqual(model.status);
+    model.status = computeStatus(checkSpec(model), { deployment: AVAILABLE }, T1);
+    expect(computeStatus(checkSpec(model), { deployment: AVAILABLE }, T2)).toEqual(model.status);
   });
 
   it("sets observedGeneration from the model's current generation", () => {
-    const before = computeStatus(makeModel({ generation: 1 }), { deployment: AVAILABLE }, T1);
+    const before = computeStatus(
+      checkSpec(makeModel({ generation: 1 })),
+      { deployment: AVAILABLE },
+      T1,
+    );
     const after = computeStatus(
-      makeModel({ generation: 2 }),
+      checkSpec(makeModel({ generation: 2 })),
       { deployment: AVAILABLE },
       T2,
       before,
@@ -378,7 +387,7 @@ describe("computeStatus", () => {
 
   it("copies the fetch's own error line into the condition", () => {
     const status = computeStatus(
-      makeModel(),
+      checkSpec(makeModel()),
       {
         deployment: FRESH,
         pods: [
@@ -397,8 +406,67 @@ describe("computeStatus", () => {
   it("ignores pods that are being deleted", () => {
     const pod = initCrashLoop("boom");
     pod.metadata!.deletionTimestamp = new Date(T1);
-    const status = computeStatus(makeModel(), { deployment: AVAILABLE, pods: [pod] }, T1);
+    const status = computeStatus(
+      checkSpec(makeModel()),
+      { deployment: AVAILABLE, pods: [pod] },
+      T1,
+    );
     expect(cond(status, "Degraded").status).toBe("False");
+  });
+});
+
+describe("computeStatus reads the spec check's verdict", () => {
+  it("reports the verdict's problems without checking the spec again", () => {
+    const model = makeModel({ generation: 2 });
+    const status = computeStatus(
+      { valid: false, ref: model, model, status: undefined, problems: ["a: one", "b: two"] },
+      { deployment: AVAILABLE },
+      T1,
+    );
+    expect(cond(status, "Degraded")).toMatchObject({
+      status: "True",
+      reason: "InvalidSpec",
+      message: "a: one; b: two",
+    });
+  });
+});
+
+/** An object stored before the CRD tightened a rule: it fails the schema, and is still judged. */
+describe("computeStatus of an object that fails the schema", () => {
+  const stored = {
+    apiVersion: "serving.modelgate.dev/v1alpha1",
+    kind: "InferenceModel",
+    metadata: { name: "smollm", namespace: "ml", uid: "u-1", generation: 5 },
+    spec: { task: "text-generation", source: { uri: "hf://o/m", checksums: { m: "xyz" } } },
+  };
+
+  it("is Degraded/InvalidSpec naming the field, and not ready when nothing serves", () => {
+    const status = computeStatus(checkSpec(stored), {}, T1);
+    expect(brief(status)).toEqual({
+      Ready: "False/InvalidSpec",
+      Progressing: "False/InvalidSpec",
+      Degraded: "True/InvalidSpec",
+    });
+    expect(cond(status, "Degraded").message).toBe(
+      "spec.source.checksums.m: must be a lowercase sha256 hex digest",
+    );
+    expect(status).toMatchObject({
+      observedGeneration: 5,
+      replicas: 0,
+      endpoint: "http://smollm.ml.svc:8080",
+    });
+  });
+
+  it("stays Ready while the pods of an earlier spec serve, counting the Deployment's replicas", () => {
+    const status = computeStatus(checkSpec(stored), { deployment: AVAILABLE }, T1);
+    expect(brief(status)).toEqual({
+      Ready: "True/Available",
+      Progressing: "False/InvalidSpec",
+      Degraded: "True/InvalidSpec",
+    });
+    expect(cond(status, "Ready").message).toBe(
+      "2 of 2 replicas ready; the latest spec is not applied (see Degraded)",
+    );
   });
 });
 

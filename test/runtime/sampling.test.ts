@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { argmax, sampleTopP, softmaxWithTemperature } from "../../runtime/generation/logits.js";
+import {
+  argmax,
+  sampleTopP,
+  SamplingScratch,
+  softmaxWithTemperature,
+} from "../../runtime/generation/logits.js";
 import { chooseSampler } from "../../runtime/generation/sampler.js";
 import { eosIdsFrom, shouldStop } from "../../runtime/generation/stopping.js";
 import { mulberry32 } from "../fixtures/prng.js";
@@ -60,5 +65,38 @@ describe("stopping", () => {
     expect([...eosIdsFrom({ eos_token_id: [2, 5] }, { eos_token_id: 0 })]).toEqual([2, 5]);
     expect([...eosIdsFrom(null, { eos_token_id: 0 })]).toEqual([0]);
     expect([...eosIdsFrom(null, {})]).toEqual([]);
+  });
+});
+
+describe("nucleus sampling without sorting the vocabulary", () => {
+  /** The nucleus as the old implementation found it: a stable sort of every id. */
+  function fullSortTopP(probs: Float32Array, topP: number, random: number): number {
+    const order = Array.from(probs.keys()).sort((a, b) => probs[b]! - probs[a]!);
+    let kept = 0;
+    let mass = 0;
+    while (kept < order.length && mass < topP) mass += probs[order[kept++]!]!;
+    let target = random * mass;
+    for (let i = 0; i < kept; i++) {
+      target -= probs[order[i]!]!;
+      if (target < 0) return order[i]!;
+    }
+    return order[kept - 1]!;
+  }
+
+  it("draws the same token as a full sort, flat or peaked, with ties", () => {
+    const random = mulberry32(11);
+    const scratch = new SamplingScratch();
+    for (let trial = 0; trial < 300; trial++) {
+      const size = 50 + Math.floor(random() * 2000);
+      const logits = new Float32Array(size);
+      const spread = trial % 3 === 0 ? 0.1 : trial % 3 === 1 ? 3 : 12;
+      // Rounded logits make equal probabilities common.
+      for (let i = 0; i < size; i++) logits[i] = Math.round(random() * spread * 4) / 4;
+      const probs = softmaxWithTemperature(logits, 1, scratch.probabilities(size));
+      for (const topP of [0.05, 0.5, 0.9, 0.999]) {
+        const draw = random();
+        expect(sampleTopP(probs, topP, draw, scratch)).toBe(fullSortTopP(probs, topP, draw));
+      }
+    }
   });
 });

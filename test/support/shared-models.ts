@@ -23,10 +23,14 @@ export function sharedModelsDir(): string {
   return resolve(REPO_ROOT, "..", "shared", "models");
 }
 
-/** The model's folder when it is there with its ONNX file, else null. */
-export function sharedModel(name: string): string | null {
+/**
+ * The model's folder when it is there with its ONNX file (`file`: another
+ * file that marks the folder complete, such as an onnxruntime-genai build's
+ * `genai_config.json`), else null.
+ */
+export function sharedModel(name: string, file = SHARED_ONNX_FILE): string | null {
   const folder = join(sharedModelsDir(), name);
-  return existsSync(join(folder, SHARED_ONNX_FILE)) ? folder : null;
+  return existsSync(join(folder, file)) ? folder : null;
 }
 
 export interface SharedModel {
@@ -41,11 +45,11 @@ export interface SharedModel {
  * For a test file's top level: use with `describe.skipIf(!model.available)`.
  * Throws during collection when the model is missing in CI.
  */
-export function requireSharedModel(name: string): SharedModel {
+export function requireSharedModel(name: string, file = SHARED_ONNX_FILE): SharedModel {
   const dir = sharedModelsDir();
   const path = join(dir, name);
-  if (sharedModel(name) !== null) return { path, dir, available: true };
-  const looked = join(path, SHARED_ONNX_FILE);
+  if (sharedModel(name, file) !== null) return { path, dir, available: true };
+  const looked = join(path, file);
   if (process.env.CI === "true") {
     throw new Error(
       `shared model ${name} is missing: no ${looked}. CI must have the real models; set ${SHARED_MODELS_ENV} to the folder that holds them.`,

@@ -1,6 +1,8 @@
+import { existsSync } from "node:fs";
+import { basename, join } from "node:path";
 import { DEFAULT_THROUGHPUT } from "../../../runtime/model-service.js";
 import { defaultIntraOpThreads } from "../../../runtime/engine/cpu-limit.js";
-import { sharedModel } from "../../support/shared-models.js";
+import { sharedModel, sharedModelsDir } from "../../support/shared-models.js";
 
 /**
  * Every count and duration of one benchmark run, decided up front so that a
@@ -8,7 +10,9 @@ import { sharedModel } from "../../support/shared-models.js";
  * models, then the real models when `../shared/models` holds them), about 1.5
  * with `--quick` (fixture models only). Flags: --quick, --real (the real-model
  * section also in a quick run; an error when the models are missing),
- * --real-only (skip the fixture section), --profile (CPU profile of the
+ * --real-only (skip the fixture section), --llama-only (only our runtime
+ * against llama.cpp), --no-llama (skip that section), --llama-model FOLDER
+ * (serve that folder against llama.cpp), --profile (CPU profile of the
  * runtime child during fixture generation), --threads N, --window-ms N.
  */
 export interface BenchPlan {
@@ -43,6 +47,27 @@ export interface BenchPlan {
   };
   /** The real-model section; null when it does not run. */
   real: RealPlan | null;
+  /** Our runtime against llama.cpp (versus-llama.ts); null when it does not run. */
+  llama: LlamaPlan | null;
+}
+
+export interface LlamaPlan {
+  /** The onnxruntime-genai int4 build of SmolLM2, made from the GGUF llama.cpp serves. */
+  modelPath: string;
+  modelId: string;
+  /** A full run builds llama-server when it is not cached; a quick run skips the peer. */
+  buildIfMissing: boolean;
+  prompts: Array<"short" | "long">;
+  clients: number[];
+  rounds: number;
+  firstTokenSamples: number;
+  /** Sequences decoded together on both sides: our concurrency, llama.cpp's slots. */
+  sequences: number;
+  /**
+   * llama.cpp's KV cache is allocated whole at start: 16 sequences of this
+   * many tokens (the long prompt plus 64 new tokens fit), the least it needs.
+   */
+  contextPerSequence: number;
 }
 
 export interface RealPlan {
@@ -64,6 +89,7 @@ export interface RealPlan {
 }
 
 export const SMOLLM = "smollm2-135m-instruct";
+export const SMOLLM_INT4 = "smollm2-135m-instruct-int4";
 export const MINILM = "all-minilm-l6-v2";
 
 function flagValue(args: readonly string[], name: string): string | undefined {
@@ -72,6 +98,7 @@ function flagValue(args: readonly string[], name: string): string | undefined {
 }
 
 function realPlan(args: readonly string[], quick: boolean): RealPlan | null {
+  if (args.includes("--llama-only")) return null;
   const asked = args.includes("--real") || args.includes("--real-only");
   if (quick && !asked) return null;
   const smollmPath = sharedModel(SMOLLM);
@@ -96,6 +123,25 @@ function realPlan(args: readonly string[], quick: boolean): RealPlan | null {
   };
 }
 
+function llamaPlan(args: readonly string[], quick: boolean): LlamaPlan | null {
+  if (args.includes("--no-llama")) return null;
+  // --llama-model FOLDER serves another build of the same weights (the int8 one, say).
+  const asked = flagValue(args, "--llama-model");
+  const modelPath = asked ?? join(sharedModelsDir(), SMOLLM_INT4);
+  if (!asked && !existsSync(join(modelPath, "genai_config.json"))) return null;
+  return {
+    modelPath,
+    modelId: basename(modelPath),
+    buildIfMissing: !quick,
+    prompts: quick ? ["short"] : ["short", "long"],
+    clients: quick ? [1, 4] : [1, 4, 16],
+    rounds: quick ? 1 : 3,
+    firstTokenSamples: quick ? 1 : 3,
+    sequences: 16,
+    contextPerSequence: 640,
+  };
+}
+
 export function planFrom(args: readonly string[]): BenchPlan {
   const quick = args.includes("--quick");
   const threads = Number(flagValue(args, "--threads") ?? defaultIntraOpThreads());
@@ -103,14 +149,18 @@ export function planFrom(args: readonly string[]): BenchPlan {
   if (!Number.isInteger(threads) || threads < 1) throw new Error("--threads needs a whole number");
   if (!(windowMs >= 0)) throw new Error("--window-ms needs a number of milliseconds");
   const real = realPlan(args, quick);
-  const fixtures = !args.includes("--real-only");
+  const llama = llamaPlan(args, quick);
+  const fixtures = !args.includes("--real-only") && !args.includes("--llama-only");
   return {
     quick,
     profile: args.includes("--profile"),
     threads,
     // A guard against hangs, well above the expected length (a busy machine is slower).
+    // A full run may first build llama-server (about 5 minutes on 2 cores).
     deadlineMs:
-      (fixtures ? (quick ? 180_000 : 360_000) : 0) + (real ? (quick ? 420_000 : 540_000) : 0),
+      (fixtures ? (quick ? 180_000 : 360_000) : 0) +
+      (real ? (quick ? 420_000 : 540_000) : 0) +
+      (llama ? (quick ? 120_000 : 1_500_000) : 0),
     fixtures,
     classification: {
       clients: quick ? [1, 32] : [1, 8, 32],
@@ -131,5 +181,6 @@ export function planFrom(args: readonly string[]): BenchPlan {
       roundTimeoutMs: 60_000,
     },
     real,
+    llama,
   };
 }

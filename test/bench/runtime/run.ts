@@ -4,7 +4,8 @@
 // generation tokens/s against a bare session.run loop, (c) against
 // transformers.js. Real section (when ../shared/models holds the models):
 // the same on SmolLM2 plus concurrent generation, MiniLM classification and
-// resident memory. Phases run one after another, never concurrently; the
+// resident memory. Versus llama.cpp (when ../shared/models holds the int4
+// build): our runtime against llama-server on the same weights. Phases run one after another, never concurrently; the
 // runtime under test always runs in a child process. Prints progress, then
 // one table of figures and ratios from this run with PASS/MISS per target. A
 // miss is reported, not turned into an exit code; only a broken run exits
@@ -21,6 +22,9 @@ import { planFrom, type BenchPlan } from "./plan.js";
 import { summarizeProfiles } from "./profile-summary.js";
 import { measureReal, type RealFigures } from "./real.js";
 import { renderRealReport } from "./real-report.js";
+import { llamaBuildFor, measureVersusLlama, type LlamaFigures } from "./versus-llama.js";
+import { renderLlamaReport } from "./versus-llama-report.js";
+import { profileSteps, stepProfileLines, type StepProfile } from "./step-profile.js";
 import { classificationLines, generationLines, loadLine, TARGETS } from "./report.js";
 import { fmt } from "./stats.js";
 import { startRun } from "../support/run-clock.js";
@@ -32,9 +36,15 @@ log(
   `modelgate runtime benchmark (${plan.quick ? "quick" : "full"}): node ${process.version}, ` +
     `${availableParallelism()} cores, threads=${plan.threads}, ` +
     `batch window ${plan.classification.batchOn.batchWindowMs} ms; sections: ` +
-    `${plan.fixtures ? "fixtures" : ""}${plan.fixtures && plan.real ? " + " : ""}${plan.real ? "real models" : ""}`,
+    [plan.fixtures && "fixtures", plan.real && "real models", plan.llama && "versus llama.cpp"]
+      .filter(Boolean)
+      .join(" + "),
 );
 if (!plan.real) log("real models: skipped (--quick without --real, or ../shared/models missing)");
+if (!plan.llama)
+  log(
+    "versus llama.cpp: skipped (--no-llama, or no smollm2-135m-instruct-int4 in ../shared/models)",
+  );
 
 interface FixtureFigures {
   classification: ClassificationRun;
@@ -124,10 +134,29 @@ async function logProfiles(dir: string): Promise<void> {
 const loadBefore = loadavg()[0]!;
 const fixtures = plan.fixtures ? await measureFixtures(plan) : null;
 const real: RealFigures | null = plan.real ? await measureReal(plan, plan.real, log) : null;
+const llamaBuild = plan.llama ? await llamaBuildFor(plan.llama, log) : null;
+const llama: LlamaFigures | null =
+  plan.llama && llamaBuild ? await measureVersusLlama(plan, plan.llama, llamaBuild, log) : null;
+// What bounds a decode step, Node against Python on the same engine: the
+// measured bound printed under the comparison (full runs only: ~2 minutes).
+const steps: StepProfile[] | null =
+  llama && plan.llama && !plan.quick
+    ? await profileSteps(
+        {
+          folder: plan.llama.modelPath,
+          threads: plan.threads,
+          rounds: 2,
+          pasts: llama.prompts.map((p) => p.promptTokens.runtime + plan.generation.newTokens / 2),
+          batches: [1, plan.llama.sequences],
+          steps: 20,
+        },
+        log,
+      )
+    : null;
 
 const figuresFile = join(await mkdtemp(join(tmpdir(), "modelgate-bench-")), "runtime.json");
 const load = { before: loadBefore, after: loadavg()[0]! };
-await writeFile(figuresFile, JSON.stringify({ plan, load, fixtures, real }, null, 2));
+await writeFile(figuresFile, JSON.stringify({ plan, load, fixtures, real, llama, steps }, null, 2));
 log(`done in ${elapsedSeconds().toFixed(0)} s; figures as JSON in ${figuresFile}`);
 
 const lines = [loadLine(load)];
@@ -136,4 +165,7 @@ if (fixtures) {
   for (const g of fixtures.generation) lines.push(...generationLines(g, TARGETS.runtimeOverBare));
 }
 if (real) lines.push(...renderRealReport(real));
+if (llama) lines.push(...renderLlamaReport(llama, steps ? stepProfileLines(steps) : []));
+else if (plan.llama)
+  lines.push("versus llama.cpp   skipped: llama-server is not built (see above)");
 process.stdout.write(`\n${lines.join("\n")}\n`);

@@ -93,7 +93,7 @@ function stopChild(child: ChildProcess): Promise<void> {
 }
 
 /** utime + stime from /proc/<pid>/stat, in seconds; clock ticks are 100 Hz on Linux. */
-async function processCpuSeconds(pid: number): Promise<number> {
+export async function processCpuSeconds(pid: number): Promise<number> {
   try {
     const stat = await readFile(`/proc/${pid}/stat`, "utf8");
     // The command name may hold spaces; fields after its closing parenthesis are fixed.
@@ -105,7 +105,7 @@ async function processCpuSeconds(pid: number): Promise<number> {
 }
 
 /** VmRSS and VmHWM from /proc/<pid>/status, which gives them in kB. */
-async function processMemory(pid: number): Promise<Memory> {
+export async function processMemory(pid: number): Promise<Memory> {
   try {
     const status = await readFile(`/proc/${pid}/status`, "utf8");
     const kb = (field: string) =>

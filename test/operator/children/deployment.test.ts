@@ -6,7 +6,7 @@ import {
   RUNTIME_CONTAINER,
   type BuildContext,
 } from "../../../operator/children/deployment.js";
-import { childNames } from "../../../operator/children/names.js";
+import { childNames } from "../../../crds/child-names.js";
 import { ownerReference } from "../../../operator/children/owner.js";
 import { SPEC_HASH_ANNOTATION } from "../../../operator/children/spec-hash.js";
 import { LONGEST_NAME, makeModel, type ModelInput } from "../model-fixture.js";

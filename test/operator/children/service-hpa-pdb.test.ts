@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { buildDeployment } from "../../../operator/children/deployment.js";
 import { buildHpa } from "../../../operator/children/hpa.js";
-import { childNames } from "../../../operator/children/names.js";
+import { childNames } from "../../../crds/child-names.js";
 import { ownerReference } from "../../../operator/children/owner.js";
 import { buildPdb } from "../../../operator/children/pdb.js";
 import { buildService, serviceEndpoint } from "../../../operator/children/service.js";

@@ -17,6 +17,7 @@ import {
   ensureFakeNodes,
   eventually,
   testCluster,
+  type TestCluster,
 } from "../../support/cluster.js";
 import { startOperatorProcess, type OperatorProcess } from "../../support/operator-process.js";
 import {
@@ -28,6 +29,9 @@ import {
   modelObject,
   readModel,
   rejection,
+  schemaAt,
+  storeUnderLooserSchema,
+  type SchemaObject,
   waitForCondition,
 } from "./support.js";
 
@@ -36,6 +40,7 @@ import {
  * controllers and kwok nodes (whose fake pods turn Ready at once).
  */
 describe("the operator against the test cluster", () => {
+  let cluster: TestCluster;
   let kc: KubeConfig;
   let kubeconfigPath: string;
   let binDir: string;
@@ -46,7 +51,8 @@ describe("the operator against the test cluster", () => {
   let core: CoreV1Api;
 
   beforeAll(async () => {
-    ({ kc, kubeconfigPath, binDir } = await testCluster());
+    cluster = await testCluster();
+    ({ kc, kubeconfigPath, binDir } = cluster);
     await ensureFakeNodes(kc, 2);
     ({ namespace, remove } = await createTestNamespace(kc, "operator"));
     apps = kc.makeApiClient(AppsV1Api);
@@ -317,6 +323,47 @@ describe("the operator against the test cluster", () => {
     await waitForCondition(kc, namespace, "broken", "Ready", "True");
     const fixed = await readModel(kc, namespace, "broken");
     expect(condition(fixed, "Degraded")).toMatchObject({ status: "False" });
+  });
+
+  it("reports an object stored before the CRD tightened a rule as Degraded/InvalidSpec, with an Event", async () => {
+    // Stored while spec.source.checksums took any string; the CRD now wants
+    // sha256 digests, and the operator's schema is the CRD's.
+    await storeUnderLooserSchema(
+      cluster,
+      (schema) => {
+        const digest = schemaAt(schema, "spec.source.checksums").additionalProperties;
+        delete (digest as SchemaObject).pattern;
+      },
+      modelObject(namespace, "stale", {
+        ...BASIC_SPEC,
+        source: { uri: "hf://org/model@main", checksums: { "model.onnx": "md5:0cc175b9" } },
+      }),
+    );
+    const model = await waitForCondition(kc, namespace, "stale", "Degraded", "True", "InvalidSpec");
+    expect(condition(model, "Degraded")!.message).toBe(
+      "spec.source.checksums.model.onnx: must be a lowercase sha256 hex digest",
+    );
+    expect(condition(model, "Ready")).toMatchObject({ status: "False", reason: "InvalidSpec" });
+    expect(model.status!.observedGeneration).toBe(model.metadata!.generation);
+    await expect(deployment("stale")).rejects.toMatchObject({ code: 404 });
+    const warning = await eventually(async () => {
+      const list = await kc.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace });
+      const found = list.items.find(
+        (e) => e.regarding?.name === "stale" && e.reason === "InvalidSpec",
+      );
+      if (!found) throw new Error("no InvalidSpec event yet");
+      return found;
+    });
+    expect(warning).toMatchObject({
+      type: "Warning",
+      note: "spec.source.checksums.model.onnx: must be a lowercase sha256 hex digest",
+      regarding: { kind: "InferenceModel", uid: model.metadata!.uid },
+    });
+    expect(operator.child.exitCode).toBeNull();
+
+    // Fixing the field is enough.
+    await applyModel(kc, modelObject(namespace, "stale", BASIC_SPEC));
+    await waitForCondition(kc, namespace, "stale", "Ready", "True");
   });
 
   it("has the API server reject objects the schema forbids, with the schema's message", async () => {

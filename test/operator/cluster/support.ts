@@ -1,9 +1,15 @@
 import {
   ApiException,
   CustomObjectsApi,
+  KubernetesObjectApi,
+  PatchStrategy,
   type KubeConfig,
   type KubernetesObject,
 } from "@kubernetes/client-node";
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { parse, stringify } from "yaml";
 import {
   API_VERSION,
   GROUP,
@@ -12,7 +18,13 @@ import {
   VERSION,
   type InferenceModelStatus,
 } from "../../../crds/inference-model.js";
-import { eventually, serverSideApply } from "../../support/cluster.js";
+import {
+  CRD_FILE,
+  eventually,
+  serverSideApply,
+  TEST_FIELD_MANAGER,
+  type TestCluster,
+} from "../../support/cluster.js";
 
 /** InferenceModel helpers for tests against the cluster. */
 export type Obj = KubernetesObject & {
@@ -70,9 +82,22 @@ export async function waitForCondition(
 }
 
 /** The API server's rejection message for an object, or null when it is accepted. */
-export async function rejection(kc: KubeConfig, model: Obj): Promise<string | null> {
+export async function rejection(
+  kc: KubeConfig,
+  model: Obj,
+  dryRun?: "All",
+): Promise<string | null> {
   try {
-    await serverSideApply(kc, model);
+    if (dryRun === undefined) await serverSideApply(kc, model);
+    else
+      await KubernetesObjectApi.makeApiClient(kc).patch(
+        model,
+        undefined,
+        dryRun,
+        TEST_FIELD_MANAGER,
+        true,
+        PatchStrategy.ServerSideApply,
+      );
     return null;
   } catch (err) {
     if (err instanceof ApiException) {
@@ -96,4 +121,71 @@ export function metricValue(text: string, name: string): number {
     }
   }
   return total;
+}
+
+/**
+ * Stores `model` although the CRD's schema refuses it, as an object written
+ * before the CRD tightened a rule is stored: the CRD is applied with `relax`
+ * run on its schema, the object created, and the CRD restored at once. The
+ * API server keeps such an object, and (validation ratcheting) still takes
+ * writes that leave the refused field as it is, such as the status.
+ *
+ * The CRD is the cluster's, shared with every test: relax a rule no other
+ * test relies on, and the looser CRD lives for the few milliseconds of one
+ * create. Resolves once the API server refuses such an object again.
+ */
+export async function storeUnderLooserSchema(
+  cluster: TestCluster,
+  relax: (openApiV3Schema: SchemaObject) => void,
+  model: Obj,
+): Promise<void> {
+  const crd = parse(readFileSync(CRD_FILE, "utf8")) as {
+    spec: { versions: { schema: { openAPIV3Schema: SchemaObject } }[] };
+  };
+  relax(crd.spec.versions[0]!.schema.openAPIV3Schema);
+  const applyCrd = (yaml: string) =>
+    execFileSync(
+      join(cluster.binDir, "kubectl"),
+      [
+        "--kubeconfig",
+        cluster.kubeconfigPath,
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        `--field-manager=${TEST_FIELD_MANAGER}`,
+        "-f",
+        "-",
+      ],
+      { input: yaml, stdio: ["pipe", "ignore", "inherit"] },
+    );
+  try {
+    applyCrd(stringify(crd));
+    // The API server takes the new schema a moment after it accepts the CRD.
+    await eventually(() => serverSideApply(cluster.kc, model), 10_000, 20);
+  } finally {
+    applyCrd(readFileSync(CRD_FILE, "utf8"));
+  }
+  const twin = { ...model, metadata: { ...model.metadata, name: `${model.metadata!.name}-twin` } };
+  await eventually(
+    async () => {
+      if ((await rejection(cluster.kc, twin, "All")) === null) {
+        throw new Error("the API server still takes the looser schema");
+      }
+    },
+    10_000,
+    20,
+  );
+}
+
+export type SchemaObject = { properties?: Record<string, SchemaObject> } & Record<string, unknown>;
+
+/** The schema node at a dotted path of properties, e.g. "spec.source.checksums". */
+export function schemaAt(root: SchemaObject, path: string): SchemaObject {
+  let node = root;
+  for (const key of path.split(".")) {
+    const next = node.properties?.[key];
+    if (!next) throw new Error(`no property ${key} in the CRD schema at ${path}`);
+    node = next;
+  }
+  return node;
 }

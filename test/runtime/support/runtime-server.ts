@@ -1,4 +1,4 @@
-import type { FastifyInstance } from "fastify";
+import type { FastifyBaseLogger, FastifyInstance } from "fastify";
 import { pino } from "pino";
 import { buildRuntime } from "../../../runtime/app.js";
 import { createRuntimeMetrics, type RuntimeMetrics } from "../../../runtime/metrics.js";
@@ -31,6 +31,7 @@ export async function startRuntime(
   options: Partial<LoadOptions> & { path: string; modelId: string },
   throughput: Partial<ThroughputOptions> = {},
   random: () => number = Math.random,
+  logger: FastifyBaseLogger = pino({ level: "silent" }),
 ): Promise<RunningRuntime> {
   const model = await loadModel({ overflow: "truncate", threads: 1, ...options });
   const metrics = createRuntimeMetrics({ model: options.modelId });
@@ -45,7 +46,7 @@ export async function startRuntime(
     service: () => service,
     metrics,
     now: Date.now,
-    logger: pino({ level: "silent" }),
+    logger,
   });
   const url = await app.listen({ host: "127.0.0.1", port: 0 });
   return {

@@ -1,9 +1,15 @@
 import { createHash } from "node:crypto";
 
 /**
- * Names of an InferenceModel's children, derived from the model's name alone
- * so that every reconcile finds the same objects again (and the apply layer
- * can delete exactly the children it owns).
+ * How others find what the operator makes for an InferenceModel, part of the
+ * InferenceModel contract: the operator names the children with these, and
+ * the gateway finds a model's Service (and so its EndpointSlices) and the
+ * runtime's port in them by the same functions, without importing the
+ * operator.
+ *
+ * Names are derived from the model's name alone so that every reconcile finds
+ * the same objects again (and the apply layer can delete exactly the children
+ * it owns).
  *
  * Every name stays a DNS-1123 label of at most 63 characters: the Service
  * name must be one, and the others end up in label values and pod host
@@ -13,6 +19,14 @@ import { createHash } from "node:crypto";
  * child.
  */
 export const MAX_NAME_LENGTH = 63;
+
+/**
+ * The runtime container's HTTP port and its name. The Service targets the
+ * name and the gateway picks the EndpointSlice port by it, so the number can
+ * move without touching either.
+ */
+export const HTTP_PORT = 8080;
+export const HTTP_PORT_NAME = "http";
 const HASH_LENGTH = 8;
 
 export interface ChildNames {

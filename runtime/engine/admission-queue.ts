@@ -1,0 +1,174 @@
+import type { CodedError } from "../../lib/coded-error.js";
+import { RuntimeErrors } from "../errors.js";
+
+/**
+ * The one admission home of the runtime, whatever executor runs the model
+ * (classification batches, one sequence per run, continuous decoding). As in
+ * text-embeddings-inference's `queue.rs` and `infer.rs`: admission is bounded
+ * and fails fast, the queue has one owner, an executor takes requests from
+ * it in arrival order, and every request has a promise of its own.
+ *
+ * A request is in one of three states: waiting (here, cancellable), admitted
+ * (taken by the executor, which now owns running it and settling it), or
+ * settled. Overload, closing and a caller that went away while waiting are
+ * answered here and nowhere else, and the load figures for metrics come from
+ * here too.
+ */
+export interface AdmissionOptions {
+  /** Requests allowed to wait (those admitted to the model are not counted). */
+  maxQueue: number;
+  /** Called whenever the number waiting or admitted changes (for gauges). */
+  onLoad?: ((load: QueueLoad) => void) | undefined;
+  /** Called with the seconds each request waited before its executor took it. */
+  onAdmit?: ((waitedSeconds: number) => void) | undefined;
+  /** Milliseconds, monotonic; injectable for tests. */
+  now?: (() => number) | undefined;
+}
+
+export interface QueueLoad {
+  waiting: number;
+  inFlight: number;
+}
+
+/** A job with the signal that says its caller went away. */
+export interface Queued<J> {
+  readonly job: J;
+  readonly signal: AbortSignal | undefined;
+}
+
+/**
+ * A request its executor has taken: the executor must settle it exactly once,
+ * and stops its work at the next step when `signal` aborts.
+ */
+export interface Admitted<J, R> extends Queued<J> {
+  resolve(result: R): void;
+  reject(error: unknown): void;
+}
+
+interface Waiting<J, R> {
+  job: J;
+  signal: AbortSignal | undefined;
+  arrivedAt: number;
+  resolve: (result: R) => void;
+  reject: (error: unknown) => void;
+  onAbort: (() => void) | undefined;
+}
+
+/**
+ * Why a waiting request was dropped: 499, as nginx logs a client that closed
+ * its connection. Nobody reads the answer; the code keeps the hang-up out of
+ * the 500s in logs and in `modelgate_runtime_requests_total`.
+ */
+export function abortReason(signal: AbortSignal): CodedError {
+  return RuntimeErrors.clientClosed(signal.reason);
+}
+
+export class AdmissionQueue<J, R> {
+  private readonly waiting: Waiting<J, R>[] = [];
+  private admitted = 0;
+  private closed = false;
+  private wake: (() => void) | null = null;
+  private readonly now: () => number;
+
+  constructor(private readonly options: AdmissionOptions) {
+    if (!(options.maxQueue >= 0)) throw new Error("maxQueue must be 0 or more");
+    this.now = options.now ?? (() => performance.now());
+  }
+
+  /** Requests waiting for the model. */
+  get depth(): number {
+    return this.waiting.length;
+  }
+
+  /** Requests the executor has taken and not yet settled. */
+  get inFlight(): number {
+    return this.admitted;
+  }
+
+  /**
+   * Names the one executor that takes from this queue. `wake` is called after
+   * every arrival; the executor decides whether it has room now.
+   */
+  attach(wake: () => void): void {
+    if (this.wake) throw new Error("an admission queue has exactly one executor");
+    this.wake = wake;
+  }
+
+  submit(job: J, signal?: AbortSignal): Promise<R> {
+    if (this.closed) return Promise.reject(RuntimeErrors.notReady());
+    if (signal?.aborted) return Promise.reject(abortReason(signal));
+    if (this.waiting.length >= this.options.maxQueue) {
+      return Promise.reject(RuntimeErrors.overloaded(1));
+    }
+    return new Promise<R>((resolve, reject) => {
+      const entry: Waiting<J, R> = {
+        job,
+        signal,
+        arrivedAt: this.now(),
+        resolve,
+        reject,
+        onAbort: undefined,
+      };
+      if (signal) {
+        // A caller that went away leaves at once and never costs a model run.
+        entry.onAbort = () => {
+          const index = this.waiting.indexOf(entry);
+          if (index < 0) return;
+          this.waiting.splice(index, 1);
+          this.report();
+          reject(abortReason(signal));
+        };
+        signal.addEventListener("abort", entry.onAbort, { once: true });
+      }
+      this.waiting.push(entry);
+      this.report();
+      this.wake?.();
+    });
+  }
+
+  /** The oldest waiting job, left waiting: for an executor that admits only what fits. */
+  peek(): J | undefined {
+    return this.waiting[0]?.job;
+  }
+
+  /** Admits up to `max` waiting requests, oldest first. */
+  take(max: number): Admitted<J, R>[] {
+    const taken = this.waiting.splice(0, Math.max(0, max));
+    if (taken.length === 0) return [];
+    const now = this.now();
+    const admitted = taken.map((entry) => {
+      if (entry.onAbort) entry.signal?.removeEventListener("abort", entry.onAbort);
+      this.options.onAdmit?.((now - entry.arrivedAt) / 1000);
+      return this.admit(entry);
+    });
+    this.report();
+    return admitted;
+  }
+
+  /** Stops taking requests (503); those already waiting still run. */
+  close(): void {
+    this.closed = true;
+  }
+
+  private admit(entry: Waiting<J, R>): Admitted<J, R> {
+    this.admitted++;
+    let settled = false;
+    const settle = (finish: () => void) => {
+      if (settled) return;
+      settled = true;
+      this.admitted--;
+      this.report();
+      finish();
+    };
+    return {
+      job: entry.job,
+      signal: entry.signal,
+      resolve: (result) => settle(() => entry.resolve(result)),
+      reject: (error) => settle(() => entry.reject(error)),
+    };
+  }
+
+  private report(): void {
+    this.options.onLoad?.({ waiting: this.waiting.length, inFlight: this.admitted });
+  }
+}

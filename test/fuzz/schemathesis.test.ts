@@ -1,0 +1,107 @@
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, readFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { generateFixtures } from "../fixtures/generate.js";
+import { REPO_ROOT } from "../support/cluster.js";
+import { startDev, type DevRun } from "../support/dev-process.js";
+
+/**
+ * Schemathesis (PyPI, installed by test/python/venv.sh; `.ci/run` runs it)
+ * over the gateway's own /openapi.json, against `modelgate dev`: both routes,
+ * the payment route with bodies signed as the provider would
+ * (modelgate_hooks.py). A bounded run; it must find no 5xx, no answer outside
+ * the declared schema, and no schema-valid request refused.
+ */
+const VENV_BIN = join(REPO_ROOT, ".cache", "pyvenv", "bin");
+const SCHEMATHESIS = join(VENV_BIN, "schemathesis");
+/** Seconds of fuzzing per route; MODELGATE_FUZZ_SECONDS overrides. */
+const SECONDS = Number(process.env.MODELGATE_FUZZ_SECONDS ?? 60);
+const CHECKS = ["not_a_server_error", "response_schema_conformance", "positive_data_acceptance"];
+
+const installed = existsSync(SCHEMATHESIS);
+if (!installed) {
+  const line = `schemathesis is not installed (${SCHEMATHESIS}); run test/python/venv.sh`;
+  if (process.env.CI === "true") throw new Error(line);
+  console.warn(`skipping the fuzz run: ${line}`);
+}
+
+interface Run {
+  code: number | null;
+  output: string;
+}
+
+function schemathesis(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(SCHEMATHESIS, args, {
+      cwd: REPO_ROOT,
+      env: { ...process.env, ...env, NO_COLOR: "1", PYTHONPATH: join(REPO_ROOT, "test", "fuzz") },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.on("error", reject);
+    child.on("exit", (code) => resolve({ code, output }));
+  });
+}
+
+describe.runIf(installed)("Schemathesis over /openapi.json (both routes)", () => {
+  let dev: DevRun;
+  let env: NodeJS.ProcessEnv;
+
+  beforeAll(async () => {
+    await generateFixtures();
+    const stateDir = await mkdtemp(join(tmpdir(), "fuzz-"));
+    // Limits high enough that the fuzzer tests the API, not the rate limiter.
+    dev = await startDev(stateDir, {
+      env: { MODELGATE_RATE_LIMIT_PER_MINUTE: "1000000", MODELGATE_RATE_LIMIT_BURST: "100000" },
+    });
+    env = {
+      SCHEMATHESIS_HOOKS: "modelgate_hooks",
+      MODELGATE_FUZZ_API_KEY: dev.apiKey,
+      MODELGATE_FUZZ_PAY_KID: "dev",
+      MODELGATE_FUZZ_PAY_SECRET: (await readFile(join(stateDir, "pay-secret"), "utf8")).trim(),
+    };
+  }, 120_000);
+
+  afterAll(async () => {
+    await dev?.stop();
+    dev?.kill();
+  });
+
+  for (const path of ["/v1/responses", "/pay/v1/responses"]) {
+    it(
+      `finds no server error, schema violation or refused valid request on ${path}`,
+      async () => {
+        const run = await schemathesis(
+          [
+            "run",
+            `${dev.address}/openapi.json`,
+            "--include-path",
+            path,
+            "--checks",
+            CHECKS.join(","),
+            "--phases",
+            "examples,coverage,fuzzing",
+            "--max-time",
+            String(SECONDS),
+            "--workers",
+            "2",
+            "--request-timeout",
+            "30",
+            "--seed",
+            "20261123",
+          ],
+          env,
+        );
+        // Not vacuous: it must have sent requests and reported on them.
+        expect(run.output, run.output).toMatch(/test cases/i);
+        expect(run.code, run.output).toBe(0);
+      },
+      (SECONDS + 120) * 1000,
+    );
+  }
+});

@@ -1,0 +1,149 @@
+import { describe, expect, it } from "vitest";
+import { isCodedError } from "../../lib/coded-error.js";
+import { AdmissionQueue, type QueueLoad } from "../../runtime/engine/admission-queue.js";
+
+function codeOf(error: unknown): string | undefined {
+  return isCodedError(error) ? error.code : undefined;
+}
+
+/** Settles to "pending" when the promise has not settled by the next macrotask. */
+async function stateOf(promise: Promise<unknown>): Promise<string> {
+  const pending = new Promise((resolve) => setImmediate(() => resolve("pending")));
+  return Promise.race([
+    promise.then(
+      () => "resolved",
+      () => "rejected",
+    ),
+    pending,
+  ]) as Promise<string>;
+}
+
+describe("AdmissionQueue", () => {
+  it("is bounded: past maxQueue waiting requests it answers 429 rate_limit_exceeded with Retry-After", async () => {
+    const queue = new AdmissionQueue<string, string>({ maxQueue: 2 });
+    const waiting = [queue.submit("a"), queue.submit("b")];
+    const refused = await queue.submit("c").catch((error: unknown) => error);
+    expect(codeOf(refused)).toBe("rate_limit_exceeded");
+    expect(isCodedError(refused) && refused.statusCode).toBe(429);
+    expect(isCodedError(refused) && refused.retryAfterSeconds).toBe(1);
+    expect(queue.depth).toBe(2);
+    // What was accepted is not lost.
+    for (const admitted of queue.take(10)) admitted.resolve(admitted.job.toUpperCase());
+    expect(await Promise.all(waiting)).toEqual(["A", "B"]);
+  });
+
+  it("hands requests to its executor oldest first", () => {
+    const queue = new AdmissionQueue<number, number>({ maxQueue: 10 });
+    for (const i of [1, 2, 3, 4, 5]) void queue.submit(i);
+    expect(queue.take(2).map((a) => a.job)).toEqual([1, 2]);
+    expect(queue.take(10).map((a) => a.job)).toEqual([3, 4, 5]);
+    expect(queue.take(1)).toEqual([]);
+  });
+
+  it("drops a request whose caller went away while it waited: at once, as 499, freeing its place", async () => {
+    const queue = new AdmissionQueue<string, string>({ maxQueue: 2 });
+    const controller = new AbortController();
+    void queue.submit("first");
+    const gone = queue.submit("gone", controller.signal);
+    await expect(queue.submit("refused")).rejects.toSatisfy(
+      (e) => codeOf(e) === "rate_limit_exceeded",
+    );
+
+    controller.abort(new Error("client closed the connection"));
+    // Synchronously out of the queue, not at the executor's next look.
+    expect(queue.depth).toBe(1);
+    const reason = await gone.catch((error: unknown) => error);
+    expect(codeOf(reason)).toBe("client_closed_request");
+    expect(isCodedError(reason) && reason.statusCode).toBe(499);
+    expect((reason as Error).cause).toEqual(new Error("client closed the connection"));
+
+    void queue.submit("later");
+    expect(queue.take(10).map((a) => a.job)).toEqual(["first", "later"]);
+  });
+
+  it("refuses a request whose caller is already gone without queueing it", async () => {
+    const queue = new AdmissionQueue<string, string>({ maxQueue: 2 });
+    let woken = 0;
+    queue.attach(() => woken++);
+    await expect(queue.submit("x", AbortSignal.abort())).rejects.toSatisfy(
+      (e) => codeOf(e) === "client_closed_request",
+    );
+    expect(queue.depth).toBe(0);
+    expect(woken).toBe(0);
+  });
+
+  it("leaves an admitted request to its executor: a later abort does not reject it", async () => {
+    const queue = new AdmissionQueue<string, string>({ maxQueue: 2 });
+    const controller = new AbortController();
+    const answer = queue.submit("x", controller.signal);
+    const [admitted] = queue.take(1);
+    controller.abort();
+    expect(admitted?.signal?.aborted).toBe(true);
+    expect(await stateOf(answer)).toBe("pending");
+    admitted?.resolve("stopped early");
+    expect(await answer).toBe("stopped early");
+  });
+
+  it("counts a request in flight from admission until it settles, once", async () => {
+    const loads: QueueLoad[] = [];
+    const queue = new AdmissionQueue<number, number>({
+      maxQueue: 4,
+      onLoad: (load) => loads.push(load),
+    });
+    const answers = [queue.submit(1), queue.submit(2)];
+    expect([queue.depth, queue.inFlight]).toEqual([2, 0]);
+    const [a, b] = queue.take(2);
+    expect([queue.depth, queue.inFlight]).toEqual([0, 2]);
+    a?.resolve(10);
+    a?.resolve(11);
+    a?.reject(new Error("late"));
+    expect(queue.inFlight).toBe(1);
+    b?.reject(new Error("model crashed"));
+    expect(queue.inFlight).toBe(0);
+    expect(await answers[0]).toBe(10);
+    await expect(answers[1]).rejects.toThrow("model crashed");
+    expect(loads).toEqual([
+      { waiting: 1, inFlight: 0 },
+      { waiting: 2, inFlight: 0 },
+      { waiting: 0, inFlight: 2 },
+      { waiting: 0, inFlight: 1 },
+      { waiting: 0, inFlight: 0 },
+    ]);
+  });
+
+  it("reports how long each admitted request waited", () => {
+    let now = 1000;
+    const waits: number[] = [];
+    const queue = new AdmissionQueue<string, string>({
+      maxQueue: 4,
+      now: () => now,
+      onAdmit: (seconds) => waits.push(seconds),
+    });
+    void queue.submit("a");
+    now += 250;
+    void queue.submit("b");
+    now += 500;
+    queue.take(2);
+    expect(waits).toEqual([0.75, 0.5]);
+  });
+
+  it("wakes its one executor on every arrival, and has only one", () => {
+    const queue = new AdmissionQueue<string, string>({ maxQueue: 4 });
+    let woken = 0;
+    queue.attach(() => woken++);
+    void queue.submit("a");
+    void queue.submit("b");
+    expect(woken).toBe(2);
+    expect(() => queue.attach(() => undefined)).toThrow(/exactly one executor/);
+  });
+
+  it("once closed, answers 503 model_not_ready, and what already waits still goes to the model", async () => {
+    const queue = new AdmissionQueue<string, string>({ maxQueue: 4 });
+    const waiting = queue.submit("a");
+    queue.close();
+    await expect(queue.submit("b")).rejects.toSatisfy((e) => codeOf(e) === "model_not_ready");
+    const [admitted] = queue.take(1);
+    admitted?.resolve("done");
+    expect(await waiting).toBe("done");
+  });
+});
