@@ -51,11 +51,7 @@ const entityKeys: ReadonlySet<string> = new Set(ENTITY_EXTRACTION_KEYS);
  * code points, as the document states it; strings no longer than the bound
  * in UTF-16 units (nearly all) are not counted at all.
  */
-function atMostCodePoints(
-  base: z.ZodString,
-  max: number,
-  message: (length: number) => string,
-) {
+function atMostCodePoints(base: z.ZodString, max: number, message: (length: number) => string) {
   return base
     .superRefine((value, ctx) => {
       if (value.length <= max) return;
@@ -125,7 +121,7 @@ export const metadataSchema = z
 
 const textFormatSchema = z.looseObject({
   type: z.enum(["text"], {
-    error: "only `text` is supported; `json` and `json_schema` are currently rejected",
+    error: "only `text` is supported; `json` is currently rejected, as is any other value",
   }),
 });
 
@@ -190,17 +186,19 @@ export const classificationRequestSchema = z
       (n) => `${n} characters; a classifier takes 1 to ${CLASSIFIER_INPUT_MAX}`,
     ),
     categories: z
-      .union(
-        [z.array(singleLabel).max(CLASSIFIER_CATEGORIES_MAX), z.tuple([labelList])],
-        { error: LABELS_HELP },
-      )
+      .union([z.array(singleLabel).max(CLASSIFIER_CATEGORIES_MAX), z.tuple([labelList])], {
+        error: LABELS_HELP,
+      })
       .optional(),
   })
   .and(
     z.union(
       [
         z.looseObject({ categories: z.array(z.string()).min(1) }),
-        z.looseObject({ categories: z.array(z.string()).max(0).optional(), instructions: labelList }),
+        z.looseObject({
+          categories: z.array(z.string()).max(0).optional(),
+          instructions: labelList,
+        }),
       ],
       {
         error: `Missing candidate labels: send 'categories' or a comma-separated or bracketed list of 1 to ${CLASSIFIER_CATEGORIES_MAX} labels in 'instructions'.`,

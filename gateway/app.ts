@@ -94,7 +94,7 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
   // are added within each phase, which is the order of the answers: API key
   // 401 → 403 → 429 → 400; payment signature 401/402 → 400 → 429 → 402;
   // then inference, then billing before the answer leaves.
-  app.register(async (scope) => {
+  app.register((scope, _options, done) => {
     const pay: PaymentGateParts = {
       secrets: deps.pay?.secrets ?? NOT_CONFIGURED,
       toleranceSeconds: deps.pay?.toleranceSeconds ?? 0,
@@ -125,6 +125,7 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
       }),
     );
     registerRoutes(scope, deps);
+    done();
   });
 
   const openapi = openApiDocumentOf(ROUTES, deps.registry, deps.version ?? API_VERSION);

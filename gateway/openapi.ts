@@ -37,13 +37,20 @@ const taskSchemas = new Map<ModelTask, JsonObject>(
   MODEL_TASKS.map((task) => [task, schemaOf(requestSchemaFor(task), "input")]),
 );
 
-/** A copy of `schema` whose `model` property (at its root or in an `allOf` member) is `model`. */
+/**
+ * A copy of `schema` whose `model` property is `model`, wherever zod put the
+ * object that declares it: at the root, or inside the `allOf`, `anyOf` or
+ * `oneOf` members an intersection or union becomes.
+ */
 function withModel(schema: JsonObject, model: JsonObject): JsonObject {
+  let out = schema;
   const properties = schema.properties as JsonObject | undefined;
-  if (properties?.model) return { ...schema, properties: { ...properties, model } };
-  const allOf = schema.allOf as JsonObject[] | undefined;
-  if (allOf) return { ...schema, allOf: allOf.map((member) => withModel(member, model)) };
-  return schema;
+  if (properties?.model) out = { ...out, properties: { ...properties, model } };
+  for (const combinator of ["allOf", "anyOf", "oneOf"] as const) {
+    const members = schema[combinator] as JsonObject[] | undefined;
+    if (members) out = { ...out, [combinator]: members.map((member) => withModel(member, model)) };
+  }
+  return out;
 }
 
 /** The request body schema of a model route, with the registry's current models. */
@@ -90,7 +97,8 @@ function operation(route: RouteSpec, registry: ModelRegistry): JsonObject {
   }
   const { auth, modelRoute } = route.config;
   // The credential header is described by the security scheme, not as a parameter.
-  const credential = auth === "api-key" ? "x-api-key" : auth === "pay-signature" ? "pay-signature" : null;
+  const credential =
+    auth === "api-key" ? "x-api-key" : auth === "pay-signature" ? "pay-signature" : null;
   return {
     operationId: route.operationId,
     summary: route.summary,
@@ -124,7 +132,10 @@ export function buildOpenApiDocument(
 ): JsonObject {
   const paths: Record<string, JsonObject> = {};
   for (const route of routes) {
-    paths[route.path] = { ...paths[route.path], [route.method.toLowerCase()]: operation(route, registry) };
+    paths[route.path] = {
+      ...paths[route.path],
+      [route.method.toLowerCase()]: operation(route, registry),
+    };
   }
   return {
     openapi: "3.1.0",

@@ -46,19 +46,17 @@ const legacyUsageRecordSchema = z
     time: z.iso.datetime({ offset: true }),
   })
   .strict()
-  .transform(
-    (legacy): UsageRecord => ({
-      responseId: legacy.request_id,
-      requestId: legacy.request_id,
-      account: legacy.account,
-      project: legacy.project,
-      keyId: null,
-      model: legacy.model,
-      inputTokens: legacy.input_tokens,
-      outputTokens: legacy.output_tokens,
-      time: legacy.time,
-    }),
-  );
+  .transform((legacy): UsageRecord => ({
+    responseId: legacy.request_id,
+    requestId: legacy.request_id,
+    account: legacy.account,
+    project: legacy.project,
+    keyId: null,
+    model: legacy.model,
+    inputTokens: legacy.input_tokens,
+    outputTokens: legacy.output_tokens,
+    time: legacy.time,
+  }));
 
 const journaledUsageRecordSchema = z.union([usageRecordSchema, legacyUsageRecordSchema]);
 

@@ -64,15 +64,13 @@ const legacySettlementSchema = z
     createdAtMs: count,
   })
   .strict()
-  .transform(
-    (legacy): SettlementRecord => ({
-      ...legacy,
-      agentId: legacy.agentId || null,
-      responseId: legacy.requestId,
-      payRequestId: null,
-      signedBy: null,
-    }),
-  );
+  .transform((legacy): SettlementRecord => ({
+    ...legacy,
+    agentId: legacy.agentId || null,
+    responseId: legacy.requestId,
+    payRequestId: null,
+    signedBy: null,
+  }));
 
 const journaledSettlementSchema = z.union([settlementRecordSchema, legacySettlementSchema]);
 

@@ -1,4 +1,8 @@
-import type { FastifySchemaCompiler, preHandlerHookHandler, preValidationHookHandler } from "fastify";
+import type {
+  FastifySchemaCompiler,
+  preHandlerHookHandler,
+  preValidationHookHandler,
+} from "fastify";
 import type { ResponsesRequest } from "../../api/responses-request.js";
 import { validateRequest } from "../../api/validation.js";
 import type { RouteName } from "../../crds/inference-model.js";
@@ -29,11 +33,13 @@ export class RequestBodySchema {
   ) {}
 
   validate(body: unknown): BodyVerdict {
-    const named = typeof body === "object" && body !== null ? (body as { model?: unknown }).model : null;
+    const named =
+      typeof body === "object" && body !== null ? (body as { model?: unknown }).model : null;
     if (typeof named !== "string" || named.length === 0) return invalid(validateRequest(body));
     const model = this.registry.resolve(named);
     // A model not served on this route is, to this route's callers, not there.
-    if (!model || !model.routes.has(this.route)) return { error: GatewayErrors.modelNotFound(named) };
+    if (!model || !model.routes.has(this.route))
+      return { error: GatewayErrors.modelNotFound(named) };
     const validation = validateRequest(body, model.task);
     if (!validation.ok) return invalid(validation);
     admittedModels.set(validation.request, model);

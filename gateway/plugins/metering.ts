@@ -65,10 +65,7 @@ export function billServed(parts: MeteringParts): onSendAsyncHookHandler {
         createdAtMs: parts.now(),
       });
       await parts.settlements.settle(record);
-      reply.header(
-        PAY_USAGE_HEADER,
-        formatPayUsage({ slug: model.serviceSlug, ...usage }),
-      );
+      reply.header(PAY_USAGE_HEADER, formatPayUsage({ slug: model.serviceSlug, ...usage }));
     } else if (mode !== "none") {
       // A route that bills must know whom: serving for free is never the fallback.
       throw new Error(`route ${request.routeOptions.url} served without a caller to bill`);

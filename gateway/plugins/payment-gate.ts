@@ -75,7 +75,11 @@ export function verifyPayment(parts: PaymentGateParts): preValidationAsyncHookHa
       agentId ??
       (agentHeader === undefined ? "anonymous" : `sha256:${hashOf(String(agentHeader))}`);
     const payRequestId = loggable(request.headers["pay-request-id"]);
-    request.logFields = { payAgentId: agentKey, kid: result.kid, ...(payRequestId ? { payRequestId } : {}) };
+    request.logFields = {
+      payAgentId: agentKey,
+      kid: result.kid,
+      ...(payRequestId ? { payRequestId } : {}),
+    };
 
     // Accepted once: claimed only now that it verified, so a forgery cannot
     // use up a genuine signature's place; remembered until the timestamp
@@ -107,7 +111,11 @@ export function checkAllowance(parts: PaymentGateParts): preHandlerAsyncHookHand
     const caller = request.caller;
     const model = request.model;
     if (routeConfigOf(request).auth !== "pay-signature" || caller?.kind !== "pay" || !model) return;
-    const body = request.body as { input: string; instructions?: string; max_output_tokens?: number | null };
+    const body = request.body as {
+      input: string;
+      instructions?: string;
+      max_output_tokens?: number | null;
+    };
     const allowance = await parts.checkAllowance({
       responseId: responseIdOf(request),
       requestId: request.id,

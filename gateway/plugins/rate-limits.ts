@@ -12,7 +12,11 @@ import { routeConfigOf } from "../routes/route-config.js";
  * has been judged (401 → 400 → 429 → 402), so a malformed paid request is a
  * 400 whatever the agent's balance.
  */
-function refusal(metrics: GatewayMetrics, request: FastifyRequest, retryAfterSeconds: number): CodedError {
+function refusal(
+  metrics: GatewayMetrics,
+  request: FastifyRequest,
+  retryAfterSeconds: number,
+): CodedError {
   metrics.rateLimited.inc({ route: routeConfigOf(request).metricsName ?? "" });
   return GatewayErrors.rateLimited(retryAfterSeconds);
 }
@@ -30,7 +34,10 @@ export function limitApiKeys(limiter: RateLimiter, metrics: GatewayMetrics): onR
 }
 
 /** `preHandler`, after the body is judged: the buying agent's bucket. */
-export function limitPayAgents(limiter: RateLimiter, metrics: GatewayMetrics): preHandlerHookHandler {
+export function limitPayAgents(
+  limiter: RateLimiter,
+  metrics: GatewayMetrics,
+): preHandlerHookHandler {
   return (request, _reply, done) => {
     const caller = request.caller;
     if (routeConfigOf(request).rateLimit !== "pay-agent" || caller?.kind !== "pay") return done();

@@ -20,7 +20,11 @@ export function slowClientOptions(requestTimeoutSeconds: number): {
   const ms = requestTimeoutSeconds * 1000;
   return {
     requestTimeout: ms,
-    http: { requestTimeout: ms, headersTimeout: ms, connectionsCheckingInterval: Math.min(1000, ms) },
+    http: {
+      requestTimeout: ms,
+      headersTimeout: ms,
+      connectionsCheckingInterval: Math.min(1000, ms),
+    },
     clientErrorHandler: answerClientError(requestTimeoutSeconds),
   };
 }
@@ -46,7 +50,9 @@ function answerClientError(requestTimeoutSeconds: number) {
     if (error.code !== "ERR_HTTP_REQUEST_TIMEOUT") {
       // Node's parser refused the bytes (headers too large, malformed): say so plainly.
       const status =
-        error.code === "HPE_HEADER_OVERFLOW" ? "431 Request Header Fields Too Large" : "400 Bad Request";
+        error.code === "HPE_HEADER_OVERFLOW"
+          ? "431 Request Header Fields Too Large"
+          : "400 Bad Request";
       if (socket.writable) {
         socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
       } else socket.destroy(error);

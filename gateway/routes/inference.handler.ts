@@ -41,7 +41,10 @@ export function inferenceHandler(deps: InferenceDeps) {
       },
       signal: abort,
     });
-    deps.metrics.upstreamDuration.observe({ model: model.id }, (performance.now() - started) / 1000);
+    deps.metrics.upstreamDuration.observe(
+      { model: model.id },
+      (performance.now() - started) / 1000,
+    );
     const relay = relayOf(answer.status, answer.headers, model.id);
     if (relay.kind === "error") throw relay.error;
     reply.code(answer.status).headers(relayedHeaders(answer.headers));

@@ -35,7 +35,15 @@ export function registerRoutes(scope: FastifyInstance, deps: RouteTableDeps): vo
 }
 
 /** Methods Fastify routes that a path may be asked for; HEAD follows GET. */
-const METHODS: readonly HTTPMethods[] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+const METHODS: readonly HTTPMethods[] = [
+  "GET",
+  "HEAD",
+  "POST",
+  "PUT",
+  "PATCH",
+  "DELETE",
+  "OPTIONS",
+];
 
 /**
  * A path the server serves, asked with a method it does not serve, is a 405

@@ -49,8 +49,10 @@ export function replyWithError(
   bodies: ErrorBodies,
 ): FastifyReply {
   // The client went away (or was cut off for being too slow, and answered
-  // already): there is nobody to answer and nothing went wrong here.
-  if (reply.raw.headersSent || request.raw.destroyed) {
+  // already): there is nobody to answer and nothing went wrong here. The
+  // socket tells, not the request stream: Node destroys a request's stream
+  // as soon as its body has been read.
+  if (reply.raw.headersSent || request.raw.socket?.destroyed === true) {
     request.log.info(
       { ...logFieldsOf(request), reason: (error as Error)?.message },
       "request abandoned",

@@ -31,14 +31,18 @@ export async function respondToRequest(
   }
   const { outcome } = result;
   recordUsage(reply, context, outcome.inputTokens, outcome.outputTokens);
-  return completedResponse(body, {
-    text: outcome.text,
-    inputTokens: outcome.inputTokens,
-    outputTokens: outcome.outputTokens,
-    incompleteReason: outcome.incomplete ? "max_output_tokens" : null,
-    createdAt: Math.floor(arrivedAt / 1000),
-    completedAt: Math.floor(context.now() / 1000),
-  }, responseId);
+  return completedResponse(
+    body,
+    {
+      text: outcome.text,
+      inputTokens: outcome.inputTokens,
+      outputTokens: outcome.outputTokens,
+      incompleteReason: outcome.incomplete ? "max_output_tokens" : null,
+      createdAt: Math.floor(arrivedAt / 1000),
+      completedAt: Math.floor(context.now() / 1000),
+    },
+    responseId,
+  );
 }
 
 function recordUsage(

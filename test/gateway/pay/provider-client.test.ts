@@ -13,7 +13,12 @@ import {
   type PaymentProvider,
 } from "../../fixtures/payment-provider/server.js";
 
-const signedBy = { digest: "cd".repeat(32), kid: "k1", timestamp: 1_800_000_000, scheme: "v1" } as const;
+const signedBy = {
+  digest: "cd".repeat(32),
+  kid: "k1",
+  timestamp: 1_800_000_000,
+  scheme: "v1",
+} as const;
 
 const check: AllowanceRequest = {
   responseId: "resp_1",

@@ -181,12 +181,26 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
   const ops = buildOpsServer(components.deps);
   const opsUrl = await ops.listen({ host: "127.0.0.1", port: 0 });
 
-  const sign = (
-    raw: string | Buffer,
-    kid = "k1",
-    secret: string = SECRETS.k1,
-    t = Math.floor(Date.now() / 1000),
-  ) => formatPaySignature({ t, kid, v1: [signPayload(Buffer.from(raw), secret)] });
+  /**
+   * The provider signs each request once, and the gateway accepts a
+   * signature once: a body signed again within the same second gets the
+   * next second as its timestamp (inside the tolerance), as a provider
+   * signing it a moment later would. A test that means to replay passes the
+   * same header twice.
+   */
+  const lastSigned = new Map<string, number>();
+  const freshTimestamp = (raw: string | Buffer, kid: string): number => {
+    const key = `${kid}\n${raw.toString()}`;
+    const t = Math.max(Math.floor(Date.now() / 1000), (lastSigned.get(key) ?? 0) + 1);
+    lastSigned.set(key, t);
+    return t;
+  };
+  const sign = (raw: string | Buffer, kid = "k1", secret: string = SECRETS.k1, t?: number) =>
+    formatPaySignature({
+      t: t ?? freshTimestamp(raw, kid),
+      kid,
+      v1: [signPayload(Buffer.from(raw), secret)],
+    });
   const post = (path: string, body: unknown, headers: Record<string, string>) =>
     fetch(`${url}${path}`, {
       method: "POST",
