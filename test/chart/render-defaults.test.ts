@@ -48,6 +48,7 @@ describe("the chart with default values", () => {
         "RoleBinding/mg-modelgate-operator-leader-election",
         "Secret/mg-modelgate-gateway-keys",
         "Service/mg-modelgate-gateway",
+        "Service/mg-modelgate-gateway-metrics",
         "Service/mg-modelgate-operator",
         "ServiceAccount/mg-modelgate-gateway",
         "ServiceAccount/mg-modelgate-operator",
@@ -73,7 +74,12 @@ describe("the chart with default values", () => {
   it("labels every object with the recommended labels, and selects by name, instance and component only", () => {
     for (const o of objects) {
       const component = o.metadata?.name?.includes("operator") ? "operator" : "gateway";
+      // The gateway's metrics Service carries the label its ServiceMonitor selects it by.
+      const extra = o.metadata?.name?.endsWith("-gateway-metrics")
+        ? { "modelgate.dev/port": "metrics" }
+        : {};
       expect(o.metadata?.labels, kinds([o])[0]).toEqual({
+        ...extra,
         "app.kubernetes.io/name": "modelgate",
         "app.kubernetes.io/instance": "mg",
         "app.kubernetes.io/component": component,
