@@ -48,18 +48,22 @@ export function replyWithError(
   reply: FastifyReply,
   bodies: ErrorBodies,
 ): FastifyReply {
+  const coded = isCodedError(error) ? error : fromFastify(error as FastifyError, request);
   // The client went away (or was cut off for being too slow, and answered
-  // already): there is nobody to answer and nothing went wrong here. The
-  // socket tells, not the request stream: Node destroys a request's stream
-  // as soon as its body has been read.
+  // already): there is nobody to answer. The socket tells, not the request
+  // stream: Node destroys a request's stream as soon as its body is read. A
+  // coded refusal (a 499 for a client that hung up while it waited) is still
+  // logged as one; anything else was abandoned, not a failure of ours.
   if (reply.raw.headersSent || request.raw.socket?.destroyed === true) {
-    request.log.info(
-      { ...logFieldsOf(request), reason: (error as Error)?.message },
-      "request abandoned",
-    );
+    if (coded && coded.statusCode !== 500) logRefusal(request, coded);
+    else {
+      request.log.info(
+        { ...logFieldsOf(request), reason: (error as Error)?.message },
+        "request abandoned",
+      );
+    }
     return reply;
   }
-  const coded = isCodedError(error) ? error : fromFastify(error as FastifyError, request);
   if (!coded || coded.statusCode === 500) {
     request.log.error({ ...logFieldsOf(request), err: error }, "request failed");
     return reply.code(500).send(bodies.internal);
@@ -67,10 +71,7 @@ export function replyWithError(
   if (coded.retryAfterSeconds !== undefined) {
     reply.header("retry-after", String(coded.retryAfterSeconds));
   }
-  request.log.info(
-    { ...logFieldsOf(request), code: coded.code, param: coded.param, status: coded.statusCode },
-    "request refused",
-  );
+  logRefusal(request, coded);
   if (coded.body !== undefined) {
     if (Buffer.isBuffer(coded.body)) reply.type("application/json");
     return reply.code(coded.statusCode).send(coded.body);
@@ -82,4 +83,11 @@ export function replyWithError(
     code: coded.code,
   };
   return reply.code(coded.statusCode).send(bodies.coded(detail, coded.statusCode, request));
+}
+
+function logRefusal(request: FastifyRequest, coded: CodedError): void {
+  request.log.info(
+    { ...logFieldsOf(request), code: coded.code, param: coded.param, status: coded.statusCode },
+    "request refused",
+  );
 }
