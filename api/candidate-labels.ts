@@ -1,11 +1,40 @@
 /**
  * Candidate labels of a zero-shot classification request. They come from
- * `categories` or, when that is absent, from `instructions`; either may hold
- * a comma-separated list, optionally in brackets ("[sports, politics]").
+ * `categories` or, when that is empty or absent, from `instructions`; either
+ * may hold a comma-separated list, optionally in brackets ("[sports, politics]").
+ *
+ * The grammar is written once, as regular expressions, so that the request
+ * schema validates with it and the OpenAPI document carries it as `pattern`:
+ * what the document calls a valid list is exactly what parses into 1 to 10
+ * labels here. Whitespace is the four ASCII characters only (`[ \t\n\r]`):
+ * `\s` and String.trim differ between JavaScript and other languages' regular
+ * expressions (U+FEFF is whitespace to one and not the other), and a client
+ * generating requests from the document must agree with us on every byte.
  */
+
+export const CANDIDATE_LABELS_MAX = 10;
+
+const WS = "[ \\t\\n\\r]";
+/** A label character that may start or end a label: no comma, bracket, quote or whitespace. */
+const EDGE = "[^,\\[\\]\"' \\t\\n\\r]";
+/** Inside a label, spaces are allowed; commas, brackets and quotes are not. */
+const INNER = "[^,\\[\\]\"']";
+/** One label, optionally quoted, with whitespace around it. */
+const ITEM = `${WS}*["']?${EDGE}(?:${INNER}*${EDGE})?["']?${WS}*`;
+/** 1 to 10 labels separated by commas. */
+const LIST = `${ITEM}(?:,${ITEM}){0,${CANDIDATE_LABELS_MAX - 1}}`;
+
+/** One label: what each item of a multi-item `categories` array must be. */
+export const SINGLE_LABEL_PATTERN = new RegExp(`^${ITEM}$`);
+/** A list of 1 to 10 labels, bare or in brackets: one `categories` item, or `instructions`. */
+export const LABEL_LIST_PATTERN = new RegExp(`^(?:${LIST}|${WS}*\\[${LIST}\\]${WS}*)$`);
+
+const EDGE_SPACE = /^[ \t\n\r]+|[ \t\n\r]+$/g;
+const EDGE_QUOTE = /^["']|["']$/g;
+
 export function parseCandidateLabels(request: {
-  categories?: string[] | undefined;
-  instructions?: string | undefined;
+  categories?: readonly string[] | undefined;
+  instructions?: string | null | undefined;
 }): string[] {
   const sources =
     request.categories && request.categories.length > 0
@@ -27,16 +56,11 @@ export function parseCandidateLabels(request: {
 }
 
 function splitList(text: string): string[] {
-  let body = text.trim();
+  let body = text.replace(EDGE_SPACE, "");
   const bracketed = /^\[(.*)\]$/s.exec(body);
   if (bracketed) body = bracketed[1] ?? "";
   return body
     .split(",")
-    .map((part) =>
-      part
-        .trim()
-        .replace(/^["']|["']$/g, "")
-        .trim(),
-    )
+    .map((part) => part.replace(EDGE_SPACE, "").replace(EDGE_QUOTE, "").replace(EDGE_SPACE, ""))
     .filter((part) => part.length > 0);
 }

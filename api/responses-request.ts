@@ -1,17 +1,40 @@
 import { z } from "zod";
+import {
+  CANDIDATE_LABELS_MAX,
+  LABEL_LIST_PATTERN,
+  SINGLE_LABEL_PATTERN,
+} from "./candidate-labels.js";
 
 /**
- * The ResponsesRequest body of spec section 2.1: the one definition that the
- * gateway and the runtime validate against and the OpenAPI document is made of.
+ * The ResponsesRequest body of spec section 2.1, per task: the one
+ * definition that the gateway and the runtime validate against and that the
+ * OpenAPI document is generated from. Every rule is one the JSON Schema
+ * output can state (a `pattern`, a `maxLength`, an `enum`), so the document
+ * says exactly what is accepted: a request the document calls valid is
+ * never refused for its shape, and one it calls invalid is never served.
  */
 
 export const METADATA_MAX_PAIRS = 16;
 export const METADATA_KEY_MAX = 64;
 export const METADATA_VALUE_MAX = 512;
 export const CLASSIFIER_INPUT_MAX = 131072;
-export const CLASSIFIER_CATEGORIES_MAX = 10;
+export const CLASSIFIER_CATEGORIES_MAX = CANDIDATE_LABELS_MAX;
+/**
+ * The largest `max_output_tokens` accepted, and so the largest a response
+ * can echo (the response schema declares the same bound). No model comes
+ * near it: the runtime stops at the model's own limit first.
+ */
+export const MAX_OUTPUT_TOKENS_CAP = 2_147_483_647;
 
-/** Entity-extraction options that ride in `metadata`: consumed, never echoed. */
+export type ModelTask = "text-generation" | "zero-shot-classification";
+export const MODEL_TASKS: readonly ModelTask[] = ["text-generation", "zero-shot-classification"];
+
+/**
+ * Entity-extraction options that ride in `metadata`: strings like every
+ * metadata value (`"0.7"`, `"true"`, a JSON-encoded schema), parsed by the
+ * model that reads them, consumed and never echoed. They are exempt from the
+ * 512-character value limit, since a schema can be longer.
+ */
 export const ENTITY_EXTRACTION_KEYS = [
   "usecase",
   "schema",
@@ -22,8 +45,54 @@ export const ENTITY_EXTRACTION_KEYS = [
 ] as const;
 const entityKeys: ReadonlySet<string> = new Set(ENTITY_EXTRACTION_KEYS);
 
+/**
+ * JSON Schema counts a string's length in code points, JavaScript in UTF-16
+ * units: an emoji is 1 to one and 2 to the other. The bound is checked in
+ * code points, as the document states it; strings no longer than the bound
+ * in UTF-16 units (nearly all) are not counted at all.
+ */
+function atMostCodePoints(base: z.ZodString, max: number, message: (length: number) => string) {
+  return base
+    .superRefine((value, ctx) => {
+      if (value.length <= max) return;
+      const length = codePointLength(value);
+      if (length > max) ctx.addIssue({ code: "custom", message: message(length) });
+    })
+    .meta({ maxLength: max });
+}
+
+export function codePointLength(value: string): number {
+  let length = 0;
+  for (let i = 0; i < value.length; i++) {
+    const unit = value.charCodeAt(i);
+    // A high surrogate followed by a low one is one code point.
+    if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < value.length) {
+      const next = value.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) i++;
+    }
+    length++;
+  }
+  return length;
+}
+
+const metadataValue = atMostCodePoints(
+  z.string(),
+  METADATA_VALUE_MAX,
+  (n) => `metadata value is ${n} characters; at most ${METADATA_VALUE_MAX} are allowed`,
+);
+
+const entityOptions = Object.fromEntries(
+  ENTITY_EXTRACTION_KEYS.map((key) => [key, z.string().optional()]),
+) as Record<(typeof ENTITY_EXTRACTION_KEYS)[number], z.ZodOptional<z.ZodString>>;
+
+/**
+ * Up to 16 pairs of string keys (1 to 64 characters; `__proto__` is
+ * reserved, since assigning it sets a prototype instead of a pair) and
+ * string values.
+ */
 export const metadataSchema = z
-  .record(z.string(), z.unknown())
+  .object(entityOptions)
+  .catchall(metadataValue)
   .superRefine((value, ctx) => {
     const keys = Object.keys(value);
     if (keys.length > METADATA_MAX_PAIRS) {
@@ -33,40 +102,41 @@ export const metadataSchema = z
       });
     }
     for (const key of keys) {
-      const item = value[key];
-      if (key.length > METADATA_KEY_MAX) {
+      const length = codePointLength(key);
+      if (length > METADATA_KEY_MAX) {
         ctx.addIssue({
           code: "custom",
           path: [key],
-          message: `metadata key is ${key.length} characters; at most ${METADATA_KEY_MAX} are allowed`,
-        });
-      }
-      // Entity-extraction options may be structured (a schema, a label list).
-      if (entityKeys.has(key)) continue;
-      if (typeof item !== "string") {
-        ctx.addIssue({ code: "custom", path: [key], message: "metadata values must be strings" });
-      } else if (item.length > METADATA_VALUE_MAX) {
-        ctx.addIssue({
-          code: "custom",
-          path: [key],
-          message: `metadata value is ${item.length} characters; at most ${METADATA_VALUE_MAX} are allowed`,
+          message: `metadata key is ${length} characters; at most ${METADATA_KEY_MAX} are allowed`,
         });
       }
     }
   })
-  .describe("Up to 16 string key/value pairs, echoed in the response");
+  .meta({
+    maxProperties: METADATA_MAX_PAIRS,
+    propertyNames: { maxLength: METADATA_KEY_MAX, not: { const: "__proto__" } },
+    description:
+      "Up to 16 string key/value pairs (keys up to 64 characters, values up to 512), echoed in the response; the entity-extraction options (usecase, schema, labels, threshold, mask, replacement_char) are consumed, not echoed",
+  });
 
 const textFormatSchema = z.looseObject({
-  type: z.string().refine((type) => type === "text", {
-    message: "only `text` is supported; `json` is currently rejected",
+  type: z.enum(["text"], {
+    error: "only `text` is supported; `json` is currently rejected, as is any other value",
   }),
 });
 
-export const responsesRequestSchema = z.looseObject({
+/** The fields every task shares. */
+const commonShape = {
   model: z.string().min(1, "model must not be empty"),
   input: z.string().min(1, "input must not be empty"),
   instructions: z.string().optional(),
-  max_output_tokens: z.number().int().min(1).nullable().optional(),
+  max_output_tokens: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_OUTPUT_TOKENS_CAP, `must be at most ${MAX_OUTPUT_TOKENS_CAP}`)
+    .nullable()
+    .optional(),
   parallel_tool_calls: z.boolean().default(true),
   previous_response_id: z.string().nullable().optional(),
   store: z.boolean().default(true),
@@ -78,17 +148,72 @@ export const responsesRequestSchema = z.looseObject({
   metadata: metadataSchema.optional(),
   text: z.looseObject({ format: textFormatSchema.optional() }).optional(),
   // The OpenAI clients send `stream`; a stream is not something this API
-  // answers with, so asking for one is refused instead of silently ignored.
+  // answers with yet, so asking for one is refused instead of ignored.
   stream: z
-    .boolean()
-    .refine((stream) => !stream, "streaming is not supported; omit `stream` or set it to false")
+    .literal([false], {
+      error: "streaming is not supported; omit `stream` or set it to false",
+    })
     .nullable()
     .optional(),
-});
+};
 
-export type ResponsesRequest = z.infer<typeof responsesRequestSchema>;
+/** Text generation: the general ResponsesRequest. */
+export const textGenerationRequestSchema = z.looseObject(commonShape);
 
-export type ModelTask = "text-generation" | "zero-shot-classification";
+const singleLabel = z
+  .string()
+  .regex(SINGLE_LABEL_PATTERN, "each category is one label: no commas, brackets or edge quotes");
+const labelList = z
+  .string()
+  .regex(
+    LABEL_LIST_PATTERN,
+    `must be 1 to ${CLASSIFIER_CATEGORIES_MAX} comma-separated labels, optionally in brackets`,
+  );
+
+const LABELS_HELP = `give 0 to ${CLASSIFIER_CATEGORIES_MAX} single labels, or one comma-separated list of 1 to ${CLASSIFIER_CATEGORIES_MAX} labels, optionally in brackets ("[sports, politics]")`;
+
+/**
+ * The classifier variant (spec 2.1 and 8): input of 1 to 131072 characters
+ * and 1 to 10 candidate labels, from `categories` or, when that is empty or
+ * absent, from `instructions`.
+ */
+export const classificationRequestSchema = z
+  .looseObject({
+    ...commonShape,
+    input: atMostCodePoints(
+      z.string().min(1, "input must not be empty"),
+      CLASSIFIER_INPUT_MAX,
+      (n) => `${n} characters; a classifier takes 1 to ${CLASSIFIER_INPUT_MAX}`,
+    ),
+    categories: z
+      .union([z.array(singleLabel).max(CLASSIFIER_CATEGORIES_MAX), z.tuple([labelList])], {
+        error: LABELS_HELP,
+      })
+      .optional(),
+  })
+  .and(
+    z.union(
+      [
+        z.looseObject({ categories: z.array(z.string()).min(1) }),
+        z.looseObject({
+          categories: z.array(z.string()).max(0).optional(),
+          instructions: labelList,
+        }),
+      ],
+      {
+        error: `Missing candidate labels: send 'categories' or a comma-separated or bracketed list of 1 to ${CLASSIFIER_CATEGORIES_MAX} labels in 'instructions'.`,
+      },
+    ),
+  );
+
+export type ResponsesRequest = z.infer<typeof textGenerationRequestSchema>;
+
+/** The request schema of a task: what a request for a model of that task must be. */
+export function requestSchemaFor(task: ModelTask): z.ZodType<ResponsesRequest> {
+  return (
+    task === "zero-shot-classification" ? classificationRequestSchema : textGenerationRequestSchema
+  ) as z.ZodType<ResponsesRequest>;
+}
 
 /** The metadata to echo: everything but the consumed entity-extraction options. */
 export function echoedMetadata(

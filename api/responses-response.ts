@@ -1,6 +1,10 @@
 import { randomHex } from "../lib/random-hex.js";
 import { z } from "zod";
-import { echoedMetadata, type ResponsesRequest } from "./responses-request.js";
+import {
+  MAX_OUTPUT_TOKENS_CAP,
+  echoedMetadata,
+  type ResponsesRequest,
+} from "./responses-request.js";
 
 /** ResponsesResponse of spec section 2.2, plus `incomplete` as the Responses API has it. */
 
@@ -47,7 +51,7 @@ export const responsesResponseSchema = z.object({
   error: responsesErrorSchema.nullable(),
   incomplete_details: z.object({ reason: z.string() }).nullable(),
   instructions: z.string().nullable(),
-  max_output_tokens: z.number().int().nullable(),
+  max_output_tokens: z.number().int().min(1).max(MAX_OUTPUT_TOKENS_CAP).nullable(),
   model: z.string(),
   output: z.array(outputMessageSchema),
   parallel_tool_calls: z.boolean(),
@@ -103,6 +107,7 @@ type Echo = Pick<
 function echoOf(request: Partial<Record<keyof ResponsesRequest, unknown>>): Echo {
   const str = (v: unknown) => (typeof v === "string" ? v : null);
   const num = (v: unknown) => (typeof v === "number" ? v : null);
+  const maxOutput = num(request.max_output_tokens);
   const bool = (v: unknown, fallback: boolean) => (typeof v === "boolean" ? v : fallback);
   const metadata =
     typeof request.metadata === "object" && request.metadata !== null
@@ -110,7 +115,14 @@ function echoOf(request: Partial<Record<keyof ResponsesRequest, unknown>>): Echo
       : undefined;
   return {
     instructions: str(request.instructions),
-    max_output_tokens: num(request.max_output_tokens),
+    // Only a value the request schema accepts is echoed: the response declares the same bounds.
+    max_output_tokens:
+      maxOutput !== null &&
+      Number.isInteger(maxOutput) &&
+      maxOutput >= 1 &&
+      maxOutput <= MAX_OUTPUT_TOKENS_CAP
+        ? maxOutput
+        : null,
     model: str(request.model) ?? "",
     parallel_tool_calls: bool(request.parallel_tool_calls, true),
     previous_response_id: str(request.previous_response_id),
@@ -125,12 +137,13 @@ function echoOf(request: Partial<Record<keyof ResponsesRequest, unknown>>): Echo
 function envelope(
   request: Partial<Record<keyof ResponsesRequest, unknown>>,
   createdAt: number,
+  id: string,
 ): Omit<
   ResponsesResponse,
   "status" | "completed_at" | "error" | "incomplete_details" | "output" | "usage"
 > {
   return {
-    id: newId("resp"),
+    id,
     object: "response",
     created_at: createdAt,
     ...echoOf(request),
@@ -152,13 +165,15 @@ export interface CompletedGeneration {
   completedAt: number;
 }
 
+/** `id`: the response id the gateway minted (RESPONSE_ID_HEADER), else a new one. */
 export function completedResponse(
   request: ResponsesRequest,
   result: CompletedGeneration,
+  id: string = newId("resp"),
 ): ResponsesResponse {
   const status = result.incompleteReason ? "incomplete" : "completed";
   return {
-    ...envelope(request, result.createdAt),
+    ...envelope(request, result.createdAt, id),
     status,
     completed_at: status === "completed" ? result.completedAt : null,
     error: null,
@@ -181,9 +196,10 @@ export function failedResponse(
   request: Partial<Record<keyof ResponsesRequest, unknown>>,
   error: ResponsesError,
   createdAt: number,
+  id: string = newId("resp"),
 ): ResponsesResponse {
   return {
-    ...envelope(request, createdAt),
+    ...envelope(request, createdAt, id),
     status: "failed",
     completed_at: null,
     error,

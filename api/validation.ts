@@ -1,12 +1,11 @@
 import type { z } from "zod";
-import {
-  CLASSIFIER_CATEGORIES_MAX,
-  CLASSIFIER_INPUT_MAX,
-  responsesRequestSchema,
-  type ModelTask,
-  type ResponsesRequest,
-} from "./responses-request.js";
-import { parseCandidateLabels } from "./candidate-labels.js";
+import { requestSchemaFor, type ModelTask, type ResponsesRequest } from "./responses-request.js";
+
+/**
+ * Validation of a parsed JSON body against the request schema of a task,
+ * with the first problem phrased for the failed envelope: `error.param`
+ * names the field, `message` says what is wrong with it.
+ */
 
 /** A rejected field: what the failed envelope's `error.param` and `message` say. */
 export interface FieldProblem {
@@ -17,8 +16,8 @@ export interface FieldProblem {
 export type Validation =
   { ok: true; request: ResponsesRequest } | { ok: false; problem: FieldProblem };
 
-function paramOf(issue: z.core.$ZodIssue): string {
-  return issue.path.map(String).join(".");
+function paramOf(path: readonly PropertyKey[]): string {
+  return path.map(String).join(".");
 }
 
 function valueAt(body: object, path: readonly PropertyKey[]): unknown {
@@ -31,10 +30,17 @@ function valueAt(body: object, path: readonly PropertyKey[]): unknown {
 }
 
 function describe(issue: z.core.$ZodIssue, body: object): FieldProblem {
-  const param = paramOf(issue);
-  if (issue.code === "invalid_type" && valueAt(body, issue.path) === undefined) {
+  let path = issue.path;
+  // A rule with alternatives (the classifier's labels) fails as a whole; it
+  // names the field its first alternative asks for.
+  if (issue.code === "invalid_union" && path.length === 0) {
+    path = issue.errors[0]?.[0]?.path ?? [];
+  }
+  const param = paramOf(path);
+  if (issue.code === "invalid_type" && valueAt(body, path) === undefined) {
     return { param, message: `Missing required parameter: '${param}'.` };
   }
+  if (param === "") return { param: null, message: issue.message };
   return { param, message: `Invalid '${param}': ${issue.message}` };
 }
 
@@ -53,17 +59,21 @@ function reservedMetadataKey(body: object): FieldProblem | null {
   return null;
 }
 
-/** Validates a parsed JSON body; the first problem is the one reported. */
-export function validateRequest(body: unknown): Validation {
-  if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    return {
-      ok: false,
-      problem: { param: null, message: "The request body must be a JSON object." },
-    };
-  }
+const NOT_AN_OBJECT: Validation = {
+  ok: false,
+  problem: { param: null, message: "The request body must be a JSON object." },
+};
+
+/**
+ * Validates a parsed JSON body with the schema of `task` (text generation
+ * when no model, and so no task, is known yet); the first problem is the one
+ * reported.
+ */
+export function validateRequest(body: unknown, task: ModelTask = "text-generation"): Validation {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) return NOT_AN_OBJECT;
   const reserved = reservedMetadataKey(body);
   if (reserved) return { ok: false, problem: reserved };
-  const parsed = responsesRequestSchema.safeParse(body);
+  const parsed = requestSchemaFor(task).safeParse(body);
   if (!parsed.success) {
     const first = parsed.error.issues[0];
     if (!first) return { ok: false, problem: { param: null, message: "Invalid request body." } };
@@ -73,30 +83,12 @@ export function validateRequest(body: unknown): Validation {
 }
 
 /**
- * The classifier variant's limits (spec section 2.1 and 8), checked once the
- * model, and so its task, is known.
+ * The checks of a task beyond the text-generation schema (the classifier
+ * variant's input length and labels), for a request already validated as
+ * text generation before its model was known.
  */
 export function checkForTask(request: ResponsesRequest, task: ModelTask): FieldProblem | null {
-  if (task !== "zero-shot-classification") return null;
-  if (request.input.length > CLASSIFIER_INPUT_MAX) {
-    return {
-      param: "input",
-      message: `Invalid 'input': ${request.input.length} characters; a classifier takes 1 to ${CLASSIFIER_INPUT_MAX}.`,
-    };
-  }
-  const labels = parseCandidateLabels(request);
-  if (labels.length === 0) {
-    return {
-      param: "categories",
-      message:
-        "Missing candidate labels: send 'categories' or a comma-separated or bracketed list in 'instructions'.",
-    };
-  }
-  if (labels.length > CLASSIFIER_CATEGORIES_MAX) {
-    return {
-      param: "categories",
-      message: `Invalid 'categories': ${labels.length} labels; at most ${CLASSIFIER_CATEGORIES_MAX} are allowed.`,
-    };
-  }
-  return null;
+  if (task === "text-generation") return null;
+  const validation = validateRequest(request, task);
+  return validation.ok ? null : validation.problem;
 }

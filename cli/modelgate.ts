@@ -80,7 +80,12 @@ program
   .command("gateway")
   .description("the front door: POST /v1/responses and /pay/v1/responses")
   .option("--host <host>", "listen address (default 0.0.0.0)")
-  .option("--port <port>", "listen port (default 8080)")
+  .option("--port <port>", "listen port of the API (default 8080)")
+  .option("--metrics-port <port>", "/healthz, /readyz and /metrics port (default 9090)")
+  .option(
+    "--request-timeout <seconds>",
+    "seconds a client has to send its whole request; 408 after (default 30)",
+  )
   .option("--models-dir <dir>", "folder of InferenceModel YAML to route to (file source)")
   .addOption(
     new Option(

@@ -1,111 +1,141 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
-import { sendError } from "../lib/http/error-reply.js";
+import { sendError } from "../api/error-envelope.js";
 import { HttpErrors } from "../lib/http/http-errors.js";
 import { acceptJsonBodiesOnly } from "../lib/http/json-body.js";
-import { logFieldsOf } from "../lib/http/log-fields.js";
+import type { KeyStore } from "./auth/key-store.js";
+import type { Meter } from "./metering/meter.js";
 import type { GatewayMetrics } from "./metrics.js";
-import { buildOpenApiDocument } from "./openapi.js";
-import { echoRequestId, requestIdFrom } from "./plugins/request-id.js";
-import type { ApiKeyAuth, PaymentGate, RateLimit, UsageMeter } from "./ports.js";
+import { openApiDocumentOf } from "./openapi.js";
+import type { AllowanceRequest, AllowanceResult } from "./pay/provider-client.js";
+import type { UsedSignatures } from "./pay/used-signatures.js";
+import { accessLogHooks } from "./plugins/access-log.js";
+import { authenticateApiKey } from "./plugins/api-key-auth.js";
+import { admitModel, compileBodySchema, raiseBodyProblem } from "./plugins/body-admission.js";
+import { billServed, type Settlements } from "./plugins/metering.js";
+import { checkAllowance, verifyPayment, type PaymentGateParts } from "./plugins/payment-gate.js";
+import { limitApiKeys, limitPayAgents } from "./plugins/rate-limits.js";
+import { requestIdFrom, requestIdHooks } from "./plugins/request-id.js";
+import { slowClientHooks, slowClientOptions } from "./plugins/slow-clients.js";
+import type { RateLimiter } from "./rate-limit/rate-limiter.js";
 import type { ModelRegistry } from "./registry/registry.js";
-import { payResponsesHandler } from "./routes/pay-responses/pay-responses.handler.js";
-import { payResponsesRoute } from "./routes/pay-responses/pay-responses.route.js";
-import { responsesHandler } from "./routes/responses/responses.handler.js";
-import { responsesRoute } from "./routes/responses/responses.route.js";
-import type { RouteSpec } from "./routes/route-spec.js";
+import { PLAIN_ROUTE } from "./routes/route-config.js";
+import { ROUTES, answerOtherMethods, registerRoutes, servedMethods } from "./routes/route-table.js";
 import type { Upstream } from "./upstream/forward.js";
 
-export const ROUTES: readonly RouteSpec[] = [responsesRoute, payResponsesRoute];
+/** The payment route's parts; absent when no provider is configured (every request is a 401). */
+export interface PaymentDeps {
+  /** kid -> its secrets. */
+  secrets: ReadonlyMap<string, readonly string[]>;
+  toleranceSeconds: number;
+  usedSignatures: UsedSignatures;
+  checkAllowance(request: AllowanceRequest): Promise<AllowanceResult>;
+  settlements: Settlements;
+}
 
 /** Everything the gateway uses, built by the caller: the app creates no clients of its own. */
 export interface GatewayDeps {
   registry: ModelRegistry;
   upstream: Upstream;
-  keys: ApiKeyAuth;
-  rateLimit: RateLimit;
-  meter: UsageMeter;
-  pay: PaymentGate | null;
+  keys: KeyStore;
+  limiter: RateLimiter;
+  meter: Meter;
+  pay: PaymentDeps | null;
   metrics: GatewayMetrics;
   logger: FastifyBaseLogger;
   now: () => number;
   bodyLimit?: number;
+  /** Seconds a client has to send its whole request (headers and body); 408 after. */
+  requestTimeoutSeconds?: number;
   version?: string;
-  /**
-   * Whether the model source has delivered everything once (/readyz);
-   * default ready. Until then every model would look unknown.
-   */
-  ready?: () => boolean;
 }
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+export const DEFAULT_REQUEST_TIMEOUT_SECONDS = 30;
 
 /** The interface's version (spec section 9), not the software's. */
 export const API_VERSION = "1.0.0";
 
-/** The gateway's HTTP server, not yet listening. */
+const NOT_CONFIGURED: ReadonlyMap<string, readonly string[]> = new Map();
+/** Never consulted: without secrets every signature fails before the memory is asked. */
+const NO_SIGNATURES: UsedSignatures = { claim: () => Promise.resolve(false) };
+
+/**
+ * The gateway's API server, not yet listening: the model routes of the route
+ * table and `/openapi.json`. Health and metrics are on another port
+ * (ops-server.ts), never reachable through the API's Service.
+ */
 export function buildGateway(deps: GatewayDeps): FastifyInstance {
   const app = Fastify({
     loggerInstance: deps.logger,
     bodyLimit: deps.bodyLimit ?? DEFAULT_BODY_LIMIT,
     genReqId: requestIdFrom,
-    // One line per request, written when it completes (below), not two.
+    // One line per request, written when it completes (access-log.ts), not two.
     logController: new LogController({
       requestIdLogLabel: "requestId",
       disableRequestLogging: true,
     }),
     // Connections from a load balancer are long-lived; keep them open.
     keepAliveTimeout: 65_000,
+    ...slowClientOptions(deps.requestTimeoutSeconds ?? DEFAULT_REQUEST_TIMEOUT_SECONDS),
   });
   acceptJsonBodiesOnly(app);
-  echoRequestId(app);
   app.setErrorHandler((error, request, reply) => sendError(error, request, reply, deps.now));
   app.setNotFoundHandler((request) => {
     throw HttpErrors.notFound(request.method, request.url);
   });
+  // Every response, the 404s and 405s included.
+  requestIdHooks(app);
+  slowClientHooks(app);
+  accessLogHooks(app, deps.metrics);
+  app.decorateRequest("caller", null);
+  app.decorateRequest("model", null);
 
-  app.addHook("onResponse", (request, reply, done) => {
-    // One line per request, at completion, with the caller's ids.
-    reply.log.info(
-      {
-        ...logFieldsOf(request),
-        method: request.method,
-        url: request.url,
-        statusCode: reply.statusCode,
-        ms: Math.round(reply.elapsedTime),
-      },
-      "request completed",
+  // The model routes, in a scope of their own. Hooks run in the order they
+  // are added within each phase, which is the order of the answers: API key
+  // 401 → 403 → 429 → 400; payment signature 401/402 → 400 → 429 → 402;
+  // then inference, then billing before the answer leaves.
+  app.register((scope, _options, done) => {
+    const pay: PaymentGateParts = {
+      secrets: deps.pay?.secrets ?? NOT_CONFIGURED,
+      toleranceSeconds: deps.pay?.toleranceSeconds ?? 0,
+      usedSignatures: deps.pay?.usedSignatures ?? NO_SIGNATURES,
+      checkAllowance: (request) =>
+        deps.pay?.checkAllowance(request) ?? Promise.reject(new Error("no payment provider")),
+      metrics: deps.metrics,
+      now: deps.now,
+    };
+    scope.setValidatorCompiler(compileBodySchema);
+    scope.decorateReply("served", null);
+    scope.addHook("onRequest", authenticateApiKey(deps.keys)); // 401, 403
+    scope.addHook("onRequest", limitApiKeys(deps.limiter, deps.metrics)); // 429
+    scope.addHook("preValidation", verifyPayment(pay)); // 401, 402 (stale), 401 (replay)
+    scope.addHook("preValidation", raiseBodyProblem); // 400 (not JSON)
+    // validation: the route's RequestBodySchema // 400
+    scope.addHook("preHandler", admitModel);
+    scope.addHook("preHandler", limitPayAgents(deps.limiter, deps.metrics)); // 429
+    scope.addHook("preHandler", checkAllowance(pay)); // 402
+    // handler: forward to a runtime, relay its answer
+    scope.addHook(
+      "onSend",
+      billServed({
+        meter: deps.meter,
+        settlements: deps.pay?.settlements ?? null,
+        metrics: deps.metrics,
+        now: deps.now,
+      }),
     );
-    const url = request.routeOptions.url;
-    const route =
-      url === payResponsesRoute.path ? "pay" : url === responsesRoute.path ? "api-key" : null;
-    if (route) {
-      const body = request.body as { model?: unknown } | undefined;
-      const model = typeof body?.model === "string" ? body.model : "";
-      // Only known ids become label values: a caller cannot grow the label set.
-      const known = deps.registry.resolve(model) ? model : "";
-      deps.metrics.requests.inc({ route, status_code: String(reply.statusCode), model: known });
-      deps.metrics.duration.observe({ route }, reply.elapsedTime / 1000);
-    }
+    registerRoutes(scope, deps);
     done();
   });
 
-  app.post(responsesRoute.path, responsesHandler(deps));
-  app.post(payResponsesRoute.path, payResponsesHandler(deps));
-
-  const openapi = buildOpenApiDocument(ROUTES, deps.version ?? API_VERSION);
-  app.get("/openapi.json", () => openapi);
-  app.get("/healthz", () => ({ ok: true }));
-  app.get("/readyz", (_request, reply) => {
-    const models = deps.registry.list().length;
-    if (deps.ready && !deps.ready()) {
-      return reply.code(503).send({ ok: false, reason: "model registry not synced yet", models });
-    }
-    return { ok: true, models };
-  });
-  app.get("/metrics", async (_request, reply) =>
-    reply
-      .header("content-type", deps.metrics.registry.contentType)
-      .send(await deps.metrics.registry.metrics()),
+  const openapi = openApiDocumentOf(ROUTES, deps.registry, deps.version ?? API_VERSION);
+  app.get("/openapi.json", { config: { gateway: PLAIN_ROUTE } }, () => openapi());
+  answerOtherMethods(
+    app,
+    servedMethods([
+      ...ROUTES.map((route) => ({ method: route.method, path: route.path })),
+      { method: "GET", path: "/openapi.json" },
+    ]),
   );
   return app;
 }

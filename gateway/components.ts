@@ -1,22 +1,23 @@
 import { join } from "node:path";
 import type { Logger } from "../lib/logger.js";
-import { apiKeyAuth, paymentGate, rateLimit, usageMeter } from "./adapters.js";
 import { KeyStore } from "./auth/key-store.js";
 import { parseKeysFile } from "./auth/keys-file.js";
-import type { GatewayDeps } from "./app.js";
+import type { GatewayDeps, PaymentDeps } from "./app.js";
 import { readSecretFile, readSigningSecrets, type GatewayConfig } from "./config.js";
 import { createHttpSinkSender, isRetryableSinkError } from "./metering/http-sink.js";
 import { Meter } from "./metering/meter.js";
-import { parseUsageRecord, type UsageRecord } from "./metering/usage-record.js";
-import { createGatewayMetrics, observeRegistry } from "./metrics.js";
+import { parseUsageRecord, toWireUsage, type UsageRecord } from "./metering/usage-record.js";
+import { createGatewayMetrics, observeRegistry, observeUsedSignatures } from "./metrics.js";
 import { DurableOutbox } from "./outbox/durable-outbox.js";
 import { outboxMetrics } from "./outbox/outbox-metrics.js";
 import { PaymentProviderClient } from "./pay/provider-client.js";
 import {
   isRetryableSettlementError,
+  parseSettlementRecord,
   settlementSender,
   type SettlementRecord,
 } from "./pay/settlement.js";
+import { InProcessUsedSignatures } from "./pay/used-signatures.js";
 import { RateLimiter } from "./rate-limit/rate-limiter.js";
 import { ModelRegistry } from "./registry/registry.js";
 import { Upstream } from "./upstream/forward.js";
@@ -59,6 +60,7 @@ export async function createGatewayComponents(
     sendBatch: config.usageSinkUrl
       ? createHttpSinkSender({
           url: config.usageSinkUrl,
+          toWire: toWireUsage,
           ...(config.usageSinkTokenFile
             ? { token: readSecretFile(config.usageSinkTokenFile) }
             : {}),
@@ -84,7 +86,7 @@ export async function createGatewayComponents(
   }
   closers.push(() => usageOutbox.close());
 
-  let pay: GatewayDeps["pay"] = null;
+  let pay: PaymentDeps | null = null;
   if (config.payProviderUrl && config.paySigningSecretsFile && config.payProviderCredentialFile) {
     const client = new PaymentProviderClient({
       baseUrl: config.payProviderUrl,
@@ -97,17 +99,20 @@ export async function createGatewayComponents(
       send: settlementSender(client),
       isRetryable: isRetryableSettlementError,
       retry: NEVER_GIVE_UP,
+      parse: parseSettlementRecord,
       metrics: outboxMetrics(metrics.registry, "settlements"),
       logger,
     });
     await settlements.start();
-    pay = paymentGate({
+    const usedSignatures = new InProcessUsedSignatures();
+    observeUsedSignatures(metrics, usedSignatures);
+    pay = {
       secrets: readSigningSecrets(config.paySigningSecretsFile),
       toleranceSeconds: config.payToleranceSeconds,
-      client,
-      settlements,
-      now: Date.now,
-    });
+      usedSignatures,
+      checkAllowance: (request) => client.checkAllowance(request),
+      settlements: { settle: (record) => settlements.append(record.responseId, record) },
+    };
     closers.push(() => settlements.close());
     closers.push(() => client.close());
   } else {
@@ -127,14 +132,15 @@ export async function createGatewayComponents(
   const deps: GatewayDeps = {
     registry,
     upstream,
-    keys: apiKeyAuth(keys),
-    rateLimit: rateLimit(limiter),
-    meter: usageMeter(new Meter({ registry: metrics.registry, outbox: usageOutbox })),
+    keys,
+    limiter,
+    meter: new Meter({ registry: metrics.registry, outbox: usageOutbox }),
     pay,
     metrics,
     logger,
     now: Date.now,
     bodyLimit: config.bodyLimitBytes,
+    requestTimeoutSeconds: config.requestTimeout,
   };
   return {
     deps,

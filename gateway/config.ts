@@ -34,6 +34,14 @@ function syncIntervalMs(duration: string): number {
 export const gatewayConfigSchema = z.object({
   host: z.string().default("0.0.0.0"),
   port: z.coerce.number().int().min(0).max(65535).default(8080),
+  /** `/metrics`, `/healthz` and `/readyz`: never on the API port. */
+  metricsPort: z.coerce.number().int().min(0).max(65535).default(9090),
+  /**
+   * Seconds a client has to send its whole request, headers and body; a
+   * slower one is answered 408 and disconnected. Not the time to answer:
+   * the model's `timeoutSeconds` bounds that.
+   */
+  requestTimeout: z.coerce.number().int().min(1).max(3600).default(30),
   modelsDir: z.string().min(1).optional(),
   /** Where models come from; default: `file` when modelsDir is set, else `kubernetes`. */
   registry: z.enum(["file", "kubernetes"]).optional(),

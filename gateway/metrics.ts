@@ -9,8 +9,13 @@ export interface GatewayMetrics {
   upstreamDuration: Histogram<"model">;
   allowanceFailOpen: Counter<"reason">;
   rateLimited: Counter<"route">;
-  /** Payment route: the agent is the caller identity (spec 2.1, pay-agent-id). */
-  payTokens: Counter<"agent" | "model" | "direction">;
+  /**
+   * Payment route tokens by model. Not by agent: `pay-agent-id` is chosen by
+   * the caller, and a label value per caller would grow without bound.
+   */
+  payTokens: Counter<"model" | "direction">;
+  /** Payment-route requests refused because their signature was used before. */
+  payReplays: Counter;
   /** InferenceModels the cluster source skips because they fail the schema. */
   registryRejected: Gauge;
 }
@@ -49,8 +54,13 @@ export function createGatewayMetrics(): GatewayMetrics {
     }),
     payTokens: new Counter({
       name: "modelgate_gateway_pay_tokens_total",
-      help: "Tokens settled on the payment route, by buying agent, model and direction",
-      labelNames: ["agent", "model", "direction"],
+      help: "Tokens settled on the payment route, by model and direction",
+      labelNames: ["model", "direction"],
+      registers,
+    }),
+    payReplays: new Counter({
+      name: "modelgate_gateway_pay_replays_total",
+      help: "Payment-route requests refused (401) because their pay-signature was already used",
       registers,
     }),
     rateLimited: new Counter({
@@ -65,6 +75,30 @@ export function createGatewayMetrics(): GatewayMetrics {
       registers,
     }),
   };
+}
+
+/** The memory of used payment signatures: how full, and how often it forgot one early. */
+export function observeUsedSignatures(
+  metrics: GatewayMetrics,
+  memory: { readonly size: number; readonly evictedUnexpired: number },
+): void {
+  const registers = [metrics.registry];
+  new Gauge({
+    name: "modelgate_gateway_pay_used_signatures",
+    help: "Payment signatures remembered as used (until their timestamp is out of tolerance)",
+    registers,
+    collect() {
+      this.set(memory.size);
+    },
+  });
+  new Gauge({
+    name: "modelgate_gateway_pay_used_signatures_evicted",
+    help: "Used signatures forgotten for room before they expired (each could be replayed once)",
+    registers,
+    collect() {
+      this.set(memory.evictedUnexpired);
+    },
+  });
 }
 
 /**

@@ -1,10 +1,19 @@
 import { z } from "zod";
+import { MODEL_TASKS, requestSchemaFor, type ModelTask } from "../api/responses-request.js";
+import type { RouteName } from "../crds/inference-model.js";
+import type { ModelRegistry } from "./registry/registry.js";
 import type { HeaderSpec, RouteSpec } from "./routes/route-spec.js";
 
 /**
- * The OpenAPI 3.1 document, generated from the route specs and the very zod
- * schemas that validate requests, so it cannot drift from the code.
- * OpenAPI 3.1 schemas are JSON Schema 2020-12, which zod emits natively.
+ * The OpenAPI 3.1 document, generated from the route table and the very zod
+ * schemas that validate requests (OpenAPI 3.1 schemas are JSON Schema
+ * 2020-12, which zod emits natively), so it cannot drift from the code.
+ *
+ * A model route's body is a `oneOf` of its task variants (text generation,
+ * zero-shot classification), each with `model` an `enum` of the models of
+ * that task the registry serves on the route now: an unknown model is
+ * outside the document, as it is outside what the gateway accepts, and the
+ * document follows the registry as models come and go.
  */
 type JsonObject = Record<string, unknown>;
 
@@ -18,11 +27,62 @@ function schemaOf(schema: z.ZodType, io: "input" | "output"): JsonObject {
   return json;
 }
 
+const TASK_TITLES: Record<ModelTask, string> = {
+  "text-generation": "Text generation request",
+  "zero-shot-classification": "Zero-shot classification request",
+};
+
+/** The JSON Schema of each task's request, made once: only the model enum changes. */
+const taskSchemas = new Map<ModelTask, JsonObject>(
+  MODEL_TASKS.map((task) => [task, schemaOf(requestSchemaFor(task), "input")]),
+);
+
+/**
+ * A copy of `schema` whose `model` property is `model`, wherever zod put the
+ * object that declares it: at the root, or inside the `allOf`, `anyOf` or
+ * `oneOf` members an intersection or union becomes.
+ */
+function withModel(schema: JsonObject, model: JsonObject): JsonObject {
+  let out = schema;
+  const properties = schema.properties as JsonObject | undefined;
+  if (properties?.model) out = { ...out, properties: { ...properties, model } };
+  for (const combinator of ["allOf", "anyOf", "oneOf"] as const) {
+    const members = schema[combinator] as JsonObject[] | undefined;
+    if (members) out = { ...out, [combinator]: members.map((member) => withModel(member, model)) };
+  }
+  return out;
+}
+
+/** The request body schema of a model route, with the registry's current models. */
+export function requestBodySchema(route: RouteName, registry: ModelRegistry): JsonObject {
+  const variants: JsonObject[] = [];
+  for (const task of MODEL_TASKS) {
+    const models = registry
+      .list()
+      .filter((m) => m.task === task && m.routes.has(route))
+      .map((m) => m.id)
+      .sort();
+    if (models.length === 0) continue;
+    const model = {
+      type: "string",
+      enum: models,
+      description: "A model served on this route whose task is this variant's",
+    };
+    variants.push({ title: TASK_TITLES[task], ...withModel(taskSchemas.get(task)!, model) });
+  }
+  if (variants.length === 0) {
+    return { description: "No model is served on this route yet: every body is refused", not: {} };
+  }
+  return { oneOf: variants };
+}
+
 function headerObject(header: HeaderSpec): JsonObject {
   return { description: header.description, required: header.required, schema: { type: "string" } };
 }
 
-function operation(route: RouteSpec): JsonObject {
+const SECURITY_SCHEME = { "api-key": "apiKey", "pay-signature": "paySignature" } as const;
+
+function operation(route: RouteSpec, registry: ModelRegistry): JsonObject {
   const responses: JsonObject = {};
   for (const [status, response] of Object.entries(route.responses)) {
     responses[status] = {
@@ -35,14 +95,17 @@ function operation(route: RouteSpec): JsonObject {
         : {}),
     };
   }
+  const { auth, modelRoute } = route.config;
+  // The credential header is described by the security scheme, not as a parameter.
+  const credential =
+    auth === "api-key" ? "x-api-key" : auth === "pay-signature" ? "pay-signature" : null;
   return {
     operationId: route.operationId,
     summary: route.summary,
     description: route.description,
-    security: [{ [route.security === "api-key" ? "apiKey" : "paySignature"]: [] }],
+    ...(auth !== "none" ? { security: [{ [SECURITY_SCHEME[auth]]: [] }] } : {}),
     parameters: route.requestHeaders
-      .filter((h) => !(route.security === "pay-signature" && h.name === "pay-signature"))
-      .filter((h) => !(route.security === "api-key" && h.name === "x-api-key"))
+      .filter((h) => h.name !== credential)
       .map((h) => ({
         in: "header",
         name: h.name,
@@ -50,18 +113,29 @@ function operation(route: RouteSpec): JsonObject {
         description: h.description,
         schema: { type: "string" },
       })),
-    requestBody: {
-      required: true,
-      content: { "application/json": { schema: schemaOf(route.requestBody, "input") } },
-    },
+    ...(modelRoute
+      ? {
+          requestBody: {
+            required: true,
+            content: { "application/json": { schema: requestBodySchema(modelRoute, registry) } },
+          },
+        }
+      : {}),
     responses,
   };
 }
 
-export function buildOpenApiDocument(routes: readonly RouteSpec[], version: string): JsonObject {
-  const paths: JsonObject = {};
+export function buildOpenApiDocument(
+  routes: readonly RouteSpec[],
+  registry: ModelRegistry,
+  version: string,
+): JsonObject {
+  const paths: Record<string, JsonObject> = {};
   for (const route of routes) {
-    paths[route.path] = { [route.method.toLowerCase()]: operation(route) };
+    paths[route.path] = {
+      ...paths[route.path],
+      [route.method.toLowerCase()]: operation(route, registry),
+    };
   }
   return {
     openapi: "3.1.0",
@@ -85,9 +159,25 @@ export function buildOpenApiDocument(routes: readonly RouteSpec[], version: stri
           in: "header",
           name: "pay-signature",
           description:
-            "`t=<unix-seconds>,kid=<key-id>,v1=<hex>`: HMAC-SHA256 of the raw request body with the signing secret of `kid`.",
+            "`t=<unix-seconds>,kid=<key-id>,v1=<hex>`: HMAC-SHA256 of the raw request body with the signing secret of `kid` (or `v2=<hex>` over `<t>.<body>`). Each signature is accepted once.",
         },
       },
     },
   };
+}
+
+/**
+ * The document, rebuilt only when the registry changes: serving it costs a
+ * lookup, and a scrape after a model arrives lists it.
+ */
+export function openApiDocumentOf(
+  routes: readonly RouteSpec[],
+  registry: ModelRegistry,
+  version: string,
+): () => JsonObject {
+  let cached: JsonObject | null = null;
+  registry.onChange(() => {
+    cached = null;
+  });
+  return () => (cached ??= buildOpenApiDocument(routes, registry, version));
 }

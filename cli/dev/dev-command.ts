@@ -7,8 +7,8 @@ import { modelIdOf, type InferenceModel } from "../../crds/inference-model.js";
 import { buildGateway } from "../../gateway/app.js";
 import { createGatewayComponents } from "../../gateway/components.js";
 import { parseGatewayConfig } from "../../gateway/config.js";
+import { createGatewayLogger } from "../../gateway/logging.js";
 import { FileSource, readModelFolder } from "../../gateway/registry/file-source.js";
-import { createLogger } from "../../lib/logger.js";
 import { fetchModel } from "../../runtime/fetch/fetch-model.js";
 import { startChild, waitUntilReady, type Child } from "./child-process.js";
 import { DEMO_KID, DEMO_PROJECT, loadOrCreateDemoCredentials } from "./demo-credentials.js";
@@ -173,7 +173,8 @@ export async function runDev(options: DevOptions): Promise<void> {
       },
       process.env,
     );
-    const logger = createLogger({ level: config.logLevel, name: "gateway" });
+    // The gateway's own logger: keys and signature digests scrubbed from every line.
+    const logger = createGatewayLogger(config.logLevel);
     const components = await createGatewayComponents(config, logger);
     const source = new FileSource({
       dir: modelsDir,

@@ -1,7 +1,7 @@
 import { request, type Dispatcher } from "undici";
 import type { OutboxItem, OutboxSendBatch } from "../outbox/durable-outbox.js";
 
-export interface HttpSinkOptions {
+export interface HttpSinkOptions<T> {
   /** `POST` target; receives a batch of records per request. */
   url: string;
   /** Sent as `Authorization: Bearer <token>` when set. Never logged. */
@@ -10,6 +10,8 @@ export interface HttpSinkOptions {
   timeoutMs?: number;
   /** A pooled undici dispatcher; default the global one. */
   dispatcher?: Dispatcher;
+  /** The record as the sink receives it (snake_case); default: as journaled. */
+  toWire?: (record: T) => unknown;
 }
 
 /** A delivery the sink refused; `retryable` tells the outbox whether to try again. */
@@ -44,8 +46,8 @@ export function isRetryableSinkError(error: unknown): boolean {
 }
 
 /** The body of one delivery: records with the keys the sink dedupes them on. */
-export interface SinkBatchBody<T> {
-  items: readonly OutboxItem<T>[];
+export interface SinkBatchBody {
+  items: readonly OutboxItem<unknown>[];
 }
 
 /**
@@ -54,14 +56,16 @@ export interface SinkBatchBody<T> {
  * counts a key once, so a batch sent again (after a timeout, a crash, or
  * split after a refusal) is never billed twice.
  */
-export function createHttpSinkSender<T>(options: HttpSinkOptions): OutboxSendBatch<T> {
+export function createHttpSinkSender<T>(options: HttpSinkOptions<T>): OutboxSendBatch<T> {
   const timeoutMs = options.timeoutMs ?? 10_000;
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (options.token) headers.authorization = `Bearer ${options.token}`;
 
   return async (items, { signal }) => {
-    // The outbox's items are already the wire shape.
-    const body: SinkBatchBody<T> = { items };
+    const { toWire } = options;
+    const body: SinkBatchBody = {
+      items: toWire ? items.map((item) => ({ key: item.key, record: toWire(item.record) })) : items,
+    };
     const response = await request(options.url, {
       method: "POST",
       headers,

@@ -1,4 +1,5 @@
 import { Agent, request, type Dispatcher } from "undici";
+import type { SettlementRecord, SignedBy } from "./settlement.js";
 import {
   interpretAllowance,
   type AllowanceResult,
@@ -36,26 +37,24 @@ export interface PaymentProviderClientOptions {
   readonly dispatcher?: Dispatcher;
 }
 
+/** One allowance check, as the route knows it; `checkAllowance` writes the wire's snake_case. */
 export interface AllowanceRequest {
+  /** The response id the gateway minted: the settlement that may follow carries it too. */
+  readonly responseId: string;
+  /** The caller's `x-request-id`: correlation only. */
   readonly requestId: string;
   readonly agentId: string | null;
+  readonly payRequestId: string | null;
+  /** What the provider signed: the provider attributes the request by it. */
+  readonly signedBy: SignedBy;
   readonly serviceSlug: string;
   readonly model: string;
-  /** Upper bound on output tokens the request may generate, if known. */
+  /** Upper bound on the tokens the request may use, if known. */
   readonly maxTokens: number | null;
 }
 
-export interface SettlementRequest {
-  readonly requestId: string;
-  readonly agentId: string | null;
-  readonly serviceSlug: string;
-  readonly model: string;
-  readonly inputTokens: number;
-  readonly outputTokens: number;
-}
-
 export interface SettleOptions {
-  /** Default: the request id. The outbox passes the key it journaled the record under. */
+  /** Default: the response id. The outbox passes the key it journaled the record under. */
   readonly idempotencyKey?: string;
   /** Aborts the attempt (e.g. on shutdown); the settlement stays retryable. */
   readonly signal?: AbortSignal;
@@ -108,8 +107,11 @@ export class PaymentProviderClient {
     options: { readonly signal?: AbortSignal } = {},
   ): Promise<AllowanceResult> {
     const body = {
+      response_id: check.responseId,
       request_id: check.requestId,
       agent_id: check.agentId,
+      pay_request_id: check.payRequestId,
+      ...signedByWire(check.signedBy),
       service_slug: check.serviceSlug,
       model: check.model,
       max_tokens: check.maxTokens,
@@ -129,10 +131,13 @@ export class PaymentProviderClient {
     return interpretAllowance(answer);
   }
 
-  async settle(settlement: SettlementRequest, options: SettleOptions = {}): Promise<SettleOutcome> {
+  async settle(settlement: SettlementRecord, options: SettleOptions = {}): Promise<SettleOutcome> {
     const body = {
+      response_id: settlement.responseId,
       request_id: settlement.requestId,
       agent_id: settlement.agentId,
+      pay_request_id: settlement.payRequestId,
+      ...signedByWire(settlement.signedBy),
       service_slug: settlement.serviceSlug,
       model: settlement.model,
       input_tokens: settlement.inputTokens,
@@ -143,7 +148,7 @@ export class PaymentProviderClient {
       answer = await this.#post(
         "v1/settlements",
         body,
-        { "idempotency-key": options.idempotencyKey ?? settlement.requestId },
+        { "idempotency-key": options.idempotencyKey ?? settlement.responseId },
         this.#settleTimeoutMs,
         options.signal,
       );
@@ -204,6 +209,16 @@ export class PaymentProviderClient {
       throw error;
     }
   }
+}
+
+/** What the provider signed, as the wire names it (docs/payment-provider.md). */
+function signedByWire(signedBy: SignedBy | null) {
+  return {
+    signature_digest: signedBy?.digest ?? null,
+    signature_kid: signedBy?.kid ?? null,
+    signature_t: signedBy?.timestamp ?? null,
+    signature_scheme: signedBy?.scheme ?? null,
+  };
 }
 
 function unavailableFrom(error: unknown): Extract<AllowanceResult, { kind: "unavailable" }> {

@@ -1,27 +1,92 @@
-import type { PaymentProviderClient, SettlementRequest } from "./provider-client.js";
-import { SettlementError } from "./provider-client.js";
+import { z } from "zod";
+import { SettlementError, type PaymentProviderClient } from "./provider-client.js";
 
 /**
- * What the payment route hands to the durable outbox once a response is
- * known, and the `send` the outbox calls to deliver it. The outbox owns
- * durability, backoff and replay; this file only says what one delivery
- * attempt means.
+ * A settlement: what the payment route hands to the durable outbox once a
+ * response is known, as journaled (camelCase; the provider client writes the
+ * wire's snake_case), and the `send` the outbox calls to deliver it. The
+ * outbox owns durability, backoff and replay; this file says what one record
+ * is and what one delivery attempt means.
+ *
+ * It is keyed by `responseId`, the id the gateway minted for the request, and
+ * carries what the provider signed (`signature`) and its own request id, so
+ * that the provider attributes the charge by the digest it issued: a header
+ * nobody signed (`pay-agent-id`) cannot move it. Fields are only ever added:
+ * a record outlives the process and may be replayed by a newer version.
  */
+const count = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
+
+export const signedBySchema = z
+  .object({
+    /** The matching digest of `pay-signature`, lowercase hex, as the provider issued it. */
+    digest: z.string().min(1),
+    kid: z.string().min(1),
+    /** The signature's `t`. */
+    timestamp: count,
+    /** `v2` signs the timestamp too; `v1` signs the body only. */
+    scheme: z.enum(["v1", "v2"]),
+  })
+  .strict();
+
+export type SignedBy = z.infer<typeof signedBySchema>;
+
+export const settlementRecordSchema = z
+  .object({
+    responseId: z.string().min(1),
+    /** The caller's `x-request-id`: correlation only. */
+    requestId: z.string().min(1),
+    /** The `pay-agent-id` header when it was fit to log: unsigned, informational. */
+    agentId: z.string().min(1).nullable(),
+    /** The provider's `pay-request-id`, when sent. */
+    payRequestId: z.string().min(1).nullable(),
+    /** Null only in settlements journaled before signatures were recorded. */
+    signedBy: signedBySchema.nullable(),
+    serviceSlug: z.string().min(1),
+    model: z.string().min(1),
+    inputTokens: count,
+    outputTokens: count,
+    /** Unix milliseconds when the response was sent; for logs and age metrics. */
+    createdAtMs: count,
+  })
+  .strict();
+
+export type SettlementRecord = z.infer<typeof settlementRecordSchema>;
+
+/** Settlements journaled by a gateway before they were keyed by the response id. */
+const legacySettlementSchema = z
+  .object({
+    requestId: z.string().min(1),
+    agentId: z.string().nullable(),
+    serviceSlug: z.string().min(1),
+    model: z.string().min(1),
+    inputTokens: count,
+    outputTokens: count,
+    createdAtMs: count,
+  })
+  .strict()
+  .transform((legacy): SettlementRecord => ({
+    ...legacy,
+    agentId: legacy.agentId || null,
+    responseId: legacy.requestId,
+    payRequestId: null,
+    signedBy: null,
+  }));
+
+const journaledSettlementSchema = z.union([settlementRecordSchema, legacySettlementSchema]);
 
 /**
- * One settlement, as written to disk by the outbox. Plain JSON fields only:
- * the record outlives the process and may be replayed by a newer version, so
- * fields are only ever added, never renamed.
+ * The outbox's `parse` for records read back from disk: returns the record,
+ * or throws so the outbox parks a corrupt line instead of sending it.
  */
-export interface SettlementRecord {
-  readonly requestId: string;
-  readonly agentId: string | null;
-  readonly serviceSlug: string;
-  readonly model: string;
-  readonly inputTokens: number;
-  readonly outputTokens: number;
-  /** Unix milliseconds when the response was sent; for logs and age metrics. */
-  readonly createdAtMs: number;
+export function parseSettlementRecord(value: unknown): SettlementRecord {
+  const parsed = journaledSettlementSchema.safeParse(value);
+  if (!parsed.success) {
+    throw new SettlementError(
+      `settlement record is not well formed: ${z.prettifyError(parsed.error)}`,
+      false,
+    );
+  }
+  return parsed.data;
 }
 
 /** Matches the outbox's `OutboxSend<SettlementRecord>`. */
@@ -50,61 +115,12 @@ export function settlementSender(
   hooks: SettlementSenderHooks = {},
 ): SettlementSend {
   return async (record, idempotencyKey, options = {}) => {
-    if (!isValidRecord(record)) {
-      // A record we cannot even describe to the provider will not improve with
-      // time; retrying it would only block the queue behind it.
-      throw new SettlementError("settlement record is not well formed", false);
-    }
-    const outcome = await client.settle(toRequest(record), {
-      idempotencyKey,
-      signal: options.signal,
-    });
+    const outcome = await client.settle(record, { idempotencyKey, signal: options.signal });
     hooks.onSettled?.(record, outcome.alreadySettled);
   };
-}
-
-/**
- * The outbox's `parse` for records read back from disk: returns the record,
- * or throws so the outbox parks a corrupt line instead of sending it.
- */
-export function parseSettlementRecord(value: unknown): SettlementRecord {
-  if (!isValidRecord(value) || !isCount((value as Record<string, unknown>).createdAtMs)) {
-    throw new SettlementError("settlement record is not well formed", false);
-  }
-  return value as SettlementRecord;
 }
 
 /** The outbox's `isRetryable`. Unknown errors are retried: losing a settlement is worse. */
 export function isRetryableSettlementError(error: unknown): boolean {
   return !(error instanceof SettlementError) || error.retryable;
-}
-
-function toRequest(record: SettlementRecord): SettlementRequest {
-  return {
-    requestId: record.requestId,
-    agentId: record.agentId,
-    serviceSlug: record.serviceSlug,
-    model: record.model,
-    inputTokens: record.inputTokens,
-    outputTokens: record.outputTokens,
-  };
-}
-
-function isValidRecord(record: unknown): boolean {
-  // Replayed records come from disk, so the types are checked, not assumed.
-  if (typeof record !== "object" || record === null) return false;
-  const r = record as Record<string, unknown>;
-  return (
-    typeof r.requestId === "string" &&
-    r.requestId.length > 0 &&
-    (r.agentId === null || typeof r.agentId === "string") &&
-    typeof r.serviceSlug === "string" &&
-    typeof r.model === "string" &&
-    isCount(r.inputTokens) &&
-    isCount(r.outputTokens)
-  );
-}
-
-function isCount(value: unknown): boolean {
-  return typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
 }

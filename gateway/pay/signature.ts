@@ -1,9 +1,12 @@
-import { createHmac, timingSafeEqual } from "node:crypto";
+import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 
 /**
  * The `pay-signature` scheme of the payment route (spec section 5.2):
  * `t=<unix-seconds>,kid=<key-id>,v1=<hex>[,v1=<hex>...]`, where each `v1` is
  * HMAC-SHA256 over the raw request bytes, keyed by a secret selected by `kid`.
+ * Optionally `v2=<hex>` values, HMAC-SHA256 over `<t>.<raw bytes>` (as Stripe
+ * signs), which authenticate the timestamp too; a header with a `v2` is
+ * verified by its `v2` values alone, so a rewritten `t` fails.
  *
  * Everything here is pure: the caller hands in the header, the exact bytes it
  * received, the configured secrets and the clock, and maps the result to a
@@ -17,7 +20,7 @@ export const DEFAULT_TOLERANCE_SECONDS = 300;
  * limits keep a hostile header from costing more than a few HMAC comparisons.
  */
 const MAX_HEADER_LENGTH = 2048;
-const MAX_V1_VALUES = 8;
+const MAX_DIGEST_VALUES = 8;
 
 // Only visible ASCII without spaces: no whitespace, no CR/LF (log injection), no
 // quoting. Anything outside this set makes the whole header malformed.
@@ -33,6 +36,7 @@ export interface ParsedPaySignature {
   readonly timestamp: number;
   readonly kid: string;
   readonly v1: readonly string[];
+  readonly v2: readonly string[];
 }
 
 export type ParsePaySignatureResult =
@@ -42,8 +46,18 @@ export type ParsePaySignatureResult =
 export type PaySignatureFailureReason =
   "missing" | "malformed" | "unknown_kid" | "mismatch" | "not_configured";
 
+/** A signature that verified: what the provider signed, for the settlement and the replay memory. */
+export interface VerifiedPaySignature {
+  readonly kid: string;
+  readonly timestamp: number;
+  /** The scheme that verified: `v2` authenticates the timestamp, `v1` does not. */
+  readonly scheme: "v1" | "v2";
+  /** The matching digest, as the provider issued it (lowercase hex). */
+  readonly digest: string;
+}
+
 export type VerifyPaySignatureResult =
-  | { readonly ok: true; readonly kid: string; readonly timestamp: number }
+  | ({ readonly ok: true } & VerifiedPaySignature)
   | { readonly ok: false; readonly reason: PaySignatureFailureReason }
   | { readonly ok: false; readonly reason: "stale"; readonly timestamp: number };
 
@@ -78,6 +92,7 @@ export function parsePaySignature(
   let timestamp: number | undefined;
   let kid: string | undefined;
   const v1: string[] = [];
+  const v2: string[] = [];
   for (const part of header.split(",")) {
     const eq = part.indexOf("=");
     if (eq <= 0) return MALFORMED;
@@ -93,17 +108,22 @@ export function parsePaySignature(
         kid = value;
         break;
       case "v1":
-        if (!V1_PATTERN.test(value) || v1.length === MAX_V1_VALUES) return MALFORMED;
-        v1.push(value);
+      case "v2": {
+        const values = key === "v1" ? v1 : v2;
+        if (!V1_PATTERN.test(value) || values.length === MAX_DIGEST_VALUES) return MALFORMED;
+        values.push(value);
         break;
+      }
       default:
-        // Unknown keys are refused rather than skipped: a future `v2` must be a
-        // deliberate change on both sides, not something we silently ignore.
+        // Unknown keys are refused rather than skipped: a future scheme must be
+        // a deliberate change on both sides, not something we silently ignore.
         return MALFORMED;
     }
   }
-  if (timestamp === undefined || kid === undefined || v1.length === 0) return MALFORMED;
-  return { ok: true, signature: { timestamp, kid, v1 } };
+  if (timestamp === undefined || kid === undefined || v1.length + v2.length === 0) {
+    return MALFORMED;
+  }
+  return { ok: true, signature: { timestamp, kid, v1, v2 } };
 }
 
 export function verifyPaySignature(input: VerifyPaySignatureInput): VerifyPaySignatureResult {
@@ -113,24 +133,33 @@ export function verifyPaySignature(input: VerifyPaySignatureInput): VerifyPaySig
 
   const parsed = parsePaySignature(input.header);
   if (!parsed.ok) return parsed;
-  const { kid, timestamp, v1 } = parsed.signature;
+  const { kid, timestamp, v1, v2 } = parsed.signature;
 
   const secrets = (input.secrets.get(kid) ?? []).filter((secret) => secret.length > 0);
   if (secrets.length === 0) return { ok: false, reason: "unknown_kid" };
 
-  const candidates = v1.map((value) => Buffer.from(value, "latin1"));
-  let matched = false;
+  // A header with v2 values is judged by them alone: accepting its v1 as well
+  // would let a rewritten `t` through on the v1 that does not cover it.
+  const scheme = v2.length > 0 ? "v2" : "v1";
+  const values = scheme === "v2" ? v2 : v1;
+  const candidates = values.map((value) => Buffer.from(value, "latin1"));
+  let digest: string | undefined;
   for (const secret of secrets) {
-    const expected = Buffer.from(signPayload(input.rawBody, secret), "latin1");
-    for (const candidate of candidates) {
-      // No early exit: every configured secret and every v1 costs the same work,
-      // so timing says nothing about which one matched.
+    const expectedHex =
+      scheme === "v2"
+        ? signPayloadV2(input.rawBody, timestamp, secret)
+        : signPayload(input.rawBody, secret);
+    const expected = Buffer.from(expectedHex, "latin1");
+    for (let i = 0; i < candidates.length; i++) {
+      const candidate = candidates[i]!;
+      // No early exit: every configured secret and every value costs the same
+      // work, so timing says nothing about which one matched.
       if (candidate.length === expected.length && timingSafeEqual(candidate, expected)) {
-        matched = true;
+        digest ??= values[i]!;
       }
     }
   }
-  if (!matched) return { ok: false, reason: "mismatch" };
+  if (digest === undefined) return { ok: false, reason: "mismatch" };
 
   // Only a genuine signature gets to learn that its timestamp is the problem:
   // a forged request is a 401 whatever its `t`.
@@ -138,7 +167,7 @@ export function verifyPaySignature(input: VerifyPaySignatureInput): VerifyPaySig
   if (Math.abs(input.nowSeconds - timestamp) > tolerance) {
     return { ok: false, reason: "stale", timestamp };
   }
-  return { ok: true, kid, timestamp };
+  return { ok: true, kid, timestamp, scheme, digest };
 }
 
 function hasAnySecret(secrets: ReadonlyMap<string, readonly string[]>): boolean {
@@ -148,18 +177,44 @@ function hasAnySecret(secrets: ReadonlyMap<string, readonly string[]>): boolean 
   return false;
 }
 
-/** HMAC-SHA256 of the body bytes, lowercase hex. The timestamp is not part of the input. */
+/** `v1`: HMAC-SHA256 of the body bytes, lowercase hex. The timestamp is not part of the input. */
 export function signPayload(rawBody: Buffer | string, secret: string): string {
   return createHmac("sha256", secret).update(rawBody).digest("hex");
+}
+
+/** `v2`: HMAC-SHA256 of `<t>.<body bytes>`, lowercase hex: the timestamp is signed too. */
+export function signPayloadV2(rawBody: Buffer | string, t: number, secret: string): string {
+  return createHmac("sha256", secret).update(`${t}.`).update(rawBody).digest("hex");
+}
+
+/**
+ * What makes one signature the same as another for the replay memory: its
+ * timestamp, its kid and the exact bytes it signs (which every matching v1 or
+ * v2 of the header authenticates). Adding, dropping or reordering digests of
+ * the header, or changing any unsigned header, does not make a new signature.
+ * 128 bits of SHA-256, base64url: ample against collisions, small in memory.
+ */
+export function signatureIdentity(timestamp: number, kid: string, rawBody: Buffer): string {
+  return createHash("sha256")
+    .update(`${timestamp},${kid},`)
+    .update(rawBody)
+    .digest()
+    .toString("base64url", 0, 16);
 }
 
 export interface PaySignatureParts {
   readonly t: number;
   readonly kid: string;
-  readonly v1: readonly string[];
+  readonly v1?: readonly string[];
+  readonly v2?: readonly string[];
 }
 
 /** Builds the header the payment provider sends; used by the stand-in and tests. */
 export function formatPaySignature(parts: PaySignatureParts): string {
-  return [`t=${parts.t}`, `kid=${parts.kid}`, ...parts.v1.map((value) => `v1=${value}`)].join(",");
+  return [
+    `t=${parts.t}`,
+    `kid=${parts.kid}`,
+    ...(parts.v1 ?? []).map((value) => `v1=${value}`),
+    ...(parts.v2 ?? []).map((value) => `v2=${value}`),
+  ].join(",");
 }

@@ -1,11 +1,16 @@
+import type { FastifyInstance, FastifyRequest, RawRequestDefaultExpression } from "fastify";
+import { newId } from "../../api/responses-response.js";
 import { randomHex } from "../../lib/random-hex.js";
-import type { FastifyInstance, RawRequestDefaultExpression } from "fastify";
 
 /**
- * Every response carries `x-request-id`: the caller's, when it is a sane
- * token, or a new one. A caller's id goes into logs, so anything that could
- * forge a log line (newlines, control characters, very long values) is
- * replaced rather than echoed.
+ * Two ids per request. `x-request-id` is the caller's correlation id: theirs
+ * when it is a sane token, else a new one, on every response and log line.
+ * It is chosen by the caller, so it decides nothing: usage records and
+ * settlements are keyed by the response id, which the gateway mints.
+ *
+ * A caller's id goes into logs, so anything that could forge a log line
+ * (newlines, control characters, very long values) is replaced rather than
+ * echoed.
  */
 const SAFE_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
@@ -18,9 +23,22 @@ export function requestIdFrom(request: RawRequestDefaultExpression): string {
   return typeof given === "string" && SAFE_ID.test(given) ? given : newRequestId();
 }
 
-export function echoRequestId(app: FastifyInstance): void {
+/**
+ * The request's response id (`resp_…`), minted the first time anything needs
+ * it: the runtime makes it the Responses object's `id`, metering keys the
+ * record by it, a failed envelope carries it.
+ */
+export function responseIdOf(request: FastifyRequest): string {
+  request.responseId ??= newId("resp");
+  return request.responseId;
+}
+
+export function requestIdHooks(app: FastifyInstance): void {
+  app.decorateRequest("responseId", undefined);
   app.addHook("onRequest", (request, reply, done) => {
-    reply.header("x-request-id", request.id);
+    // On the raw response, so that a 408 written by the HTTP server for a
+    // request too slow to arrive (slow-clients.ts) carries it too.
+    reply.raw.setHeader("x-request-id", request.id);
     done();
   });
 }

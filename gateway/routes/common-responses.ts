@@ -1,13 +1,14 @@
 import { z } from "zod";
-import { responsesErrorSchema, responsesResponseSchema } from "../../api/responses-response.js";
+import { errorEnvelopeSchema, internalErrorSchema } from "../../api/error-envelope.js";
+import { responsesResponseSchema } from "../../api/responses-response.js";
 import type { HeaderSpec, ResponseSpec } from "./route-spec.js";
 
-/** Responses and headers both routes share (spec sections 4 and 7). */
+/** Responses and headers both model routes share (spec sections 4 and 7). */
 export const REQUEST_ID: HeaderSpec = {
   name: "x-request-id",
   required: false,
   description:
-    "Correlation id: the caller's when sent (1-128 of A-Z a-z 0-9 . _ : @ -), else a new one. On every response.",
+    "Correlation id: the caller's when sent (1-128 of A-Z a-z 0-9 . _ : @ -), else a new one. On every response. It is for correlation only: nothing is keyed or billed by it.",
 };
 
 export const INFERENCE_TYPE: HeaderSpec = {
@@ -25,16 +26,6 @@ export const RETRY_AFTER: HeaderSpec = {
 export const classifierResultSchema = z
   .record(z.string(), z.number().min(0).max(1))
   .describe("Zero-shot classifier result: one independent confidence score per candidate label");
-
-export const errorEnvelopeSchema = z
-  .object({ error: responsesErrorSchema })
-  .describe("ErrorEnvelope");
-
-export const internalErrorSchema = z
-  .object({
-    error: z.object({ type: z.literal("internal_error"), message: z.literal("Internal error") }),
-  })
-  .describe("The opaque 500 body: no detail is leaked");
 
 export const success: ResponseSpec = {
   description:
@@ -58,9 +49,11 @@ const envelope = (description: string, extra: HeaderSpec[] = []): ResponseSpec =
 /** Rows of spec section 7 that both routes answer the same way. */
 export const sharedErrors: Record<number, ResponseSpec> = {
   400: failedEnvelope(
-    "Malformed JSON, wrong Content-Type, or a missing or invalid field (failed Responses envelope; `error.param` names the field)",
+    "Malformed JSON, wrong Content-Type, an unknown model, or a missing or invalid field (failed Responses envelope; `error.param` names the field)",
   ),
-  408: envelope("The runtime did not answer within the model's timeout (30 s by default)"),
+  408: envelope(
+    "The runtime did not answer within the model's timeout (30 s by default), or the request was not received in full within the gateway's request timeout",
+  ),
   413: failedEnvelope("The request body is over the size limit"),
   420: failedEnvelope(
     "Input tokens exceed the model's maxTokens and the model errors instead of truncating",

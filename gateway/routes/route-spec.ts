@@ -1,8 +1,10 @@
 import type { ZodType } from "zod";
+import type { GatewayRouteConfig } from "./route-config.js";
 
 /**
- * A route as data: what the OpenAPI document is generated from, and what
- * the server registers. Handlers live beside it in `<name>.handler.ts`.
+ * A route as data: what the server registers (method, path, `config`, a
+ * body validated by the route) and what the OpenAPI document is generated
+ * from (headers, responses, and the body's per-task request schemas).
  */
 export interface HeaderSpec {
   name: string;
@@ -18,13 +20,12 @@ export interface ResponseSpec {
 }
 
 export interface RouteSpec {
-  method: "POST";
+  method: "POST" | "GET";
   path: string;
   operationId: string;
   summary: string;
   description: string;
-  security: "api-key" | "pay-signature";
+  config: GatewayRouteConfig;
   requestHeaders: HeaderSpec[];
-  requestBody: ZodType;
   responses: Record<number, ResponseSpec>;
 }

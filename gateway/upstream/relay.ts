@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
+import { usageFromHeaders, type Usage } from "../../api/runtime-wire.js";
 import type { CodedError } from "../../lib/coded-error.js";
 import { GatewayErrors } from "../errors.js";
 
@@ -6,36 +7,14 @@ import { GatewayErrors } from "../errors.js";
  * What the gateway makes of a runtime's answer, as a pure decision: pass it
  * through (with the usage it reports), or replace it with our own error.
  */
-export const RUNTIME_USAGE_HEADERS = {
-  input: "x-modelgate-input-tokens",
-  output: "x-modelgate-output-tokens",
-} as const;
-
-export interface Usage {
-  inputTokens: number;
-  outputTokens: number;
-}
-
 export type Relay =
   | { kind: "success"; usage: Usage | null }
   /** A client error the runtime already phrased in the spec's shape (400, 413, 420, 429). */
   | { kind: "client-error" }
   | { kind: "error"; error: CodedError };
 
-function count(value: string | string[] | undefined): number | null {
-  if (typeof value !== "string" || !/^\d+$/.test(value)) return null;
-  return Number(value);
-}
-
-export function usageFrom(headers: IncomingHttpHeaders): Usage | null {
-  const inputTokens = count(headers[RUNTIME_USAGE_HEADERS.input]);
-  const outputTokens = count(headers[RUNTIME_USAGE_HEADERS.output]);
-  if (inputTokens === null || outputTokens === null) return null;
-  return { inputTokens, outputTokens };
-}
-
 export function relayOf(status: number, headers: IncomingHttpHeaders, model: string): Relay {
-  if (status === 200) return { kind: "success", usage: usageFrom(headers) };
+  if (status === 200) return { kind: "success", usage: usageFromHeaders(headers) };
   if (status >= 400 && status < 500 && status !== 404 && status !== 408) {
     return { kind: "client-error" };
   }

@@ -1,15 +1,31 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
-import { failedResponse } from "../../api/responses-response.js";
 import { isCodedError, type CodedError } from "../coded-error.js";
 import { HttpErrors } from "./http-errors.js";
 import { logFieldsOf } from "./log-fields.js";
 
 /**
- * Turns any thrown value into the spec's answer, in one place (spec section
- * 7). Request errors (400, 413, 420) get the failed Responses envelope;
- * overload and availability errors get the ErrorEnvelope with Retry-After;
- * anything unexpected is the opaque 500, logged once with its cause.
+ * Turns any thrown value into an answer, in one place per server: a coded
+ * error with its status, its `Retry-After` and its body; anything unexpected
+ * as the opaque 500, logged once with its cause. The bodies themselves are
+ * the wire contract of the server and are handed in (`ErrorBodies`), so this
+ * module knows HTTP and our error codes, not any API's shapes.
  */
+
+/** What an error says about itself on the wire. */
+export interface ErrorDetail {
+  message: string;
+  type: string;
+  /** Present only where a field or header is to blame. */
+  param?: string;
+  code: string;
+}
+
+export interface ErrorBodies {
+  /** The body of a coded error that does not carry a body of its own. */
+  coded(detail: ErrorDetail, statusCode: number, request: FastifyRequest): unknown;
+  /** The 500 body: fixed, so no detail of the cause leaks. */
+  internal: unknown;
+}
 
 /** Fastify's own request errors, mapped onto our codes. */
 function fromFastify(error: FastifyError, request: FastifyRequest): CodedError | null {
@@ -26,49 +42,52 @@ function fromFastify(error: FastifyError, request: FastifyRequest): CodedError |
   }
 }
 
-export const INTERNAL_ERROR_BODY = {
-  error: { type: "internal_error", message: "Internal error" },
-} as const;
-
-/** Statuses whose body is the failed Responses envelope (spec section 7). */
-const ENVELOPE_STATUSES = new Set([400, 413, 420]);
-
-export function sendError(
+export function replyWithError(
   error: unknown,
   request: FastifyRequest,
   reply: FastifyReply,
-  now: () => number,
+  bodies: ErrorBodies,
 ): FastifyReply {
   const coded = isCodedError(error) ? error : fromFastify(error as FastifyError, request);
+  // The client went away (or was cut off for being too slow, and answered
+  // already): there is nobody to answer. The socket tells, not the request
+  // stream: Node destroys a request's stream as soon as its body is read. A
+  // coded refusal (a 499 for a client that hung up while it waited) is still
+  // logged as one; anything else was abandoned, not a failure of ours.
+  if (reply.raw.headersSent || request.raw.socket?.destroyed === true) {
+    if (coded && coded.statusCode !== 500) logRefusal(request, coded);
+    else {
+      request.log.info(
+        { ...logFieldsOf(request), reason: (error as Error)?.message },
+        "request abandoned",
+      );
+    }
+    return reply;
+  }
   if (!coded || coded.statusCode === 500) {
     request.log.error({ ...logFieldsOf(request), err: error }, "request failed");
-    return reply.code(500).send(INTERNAL_ERROR_BODY);
+    return reply.code(500).send(bodies.internal);
   }
   if (coded.retryAfterSeconds !== undefined) {
     reply.header("retry-after", String(coded.retryAfterSeconds));
   }
-  request.log.info(
-    { ...logFieldsOf(request), code: coded.code, param: coded.param, status: coded.statusCode },
-    "request refused",
-  );
+  logRefusal(request, coded);
   if (coded.body !== undefined) {
     if (Buffer.isBuffer(coded.body)) reply.type("application/json");
     return reply.code(coded.statusCode).send(coded.body);
   }
-  // `param` only where a field is to blame: the spec types it as a string.
-  const detail = {
+  const detail: ErrorDetail = {
     message: coded.message,
     type: coded.type,
     ...(coded.param !== null ? { param: coded.param } : {}),
     code: coded.code,
   };
-  if (!ENVELOPE_STATUSES.has(coded.statusCode)) {
-    return reply.code(coded.statusCode).send({ error: detail });
-  }
-  const body = isRecord(request.body) ? (request.body as Record<string, unknown>) : {};
-  return reply.code(coded.statusCode).send(failedResponse(body, detail, Math.floor(now() / 1000)));
+  return reply.code(coded.statusCode).send(bodies.coded(detail, coded.statusCode, request));
 }
 
-function isRecord(value: unknown): boolean {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
+function logRefusal(request: FastifyRequest, coded: CodedError): void {
+  request.log.info(
+    { ...logFieldsOf(request), code: coded.code, param: coded.param, status: coded.statusCode },
+    "request refused",
+  );
 }

@@ -28,6 +28,21 @@ export const HttpErrors = {
     "invalid_request_error",
     (method: string, url: string) => `No route for ${method} ${url.split("?")[0]}.`,
   ),
+  /** The path exists, but not with this method; the `Allow` header lists the methods it serves. */
+  methodNotAllowed: defineError(
+    "method_not_allowed",
+    405,
+    "invalid_request_error",
+    (method: string, path: string, allowed: readonly string[]) =>
+      `${path} does not serve ${method}; it serves ${allowed.join(", ")}.`,
+  ),
+  /** The request was not received in full within the server's request timeout. */
+  requestNotReceived: defineError(
+    "request_receive_timeout",
+    408,
+    "invalid_request_error",
+    (seconds: number) => `The request was not received in full within ${seconds} s.`,
+  ),
   bodyTooLarge: defineError(
     "request_too_large",
     413,

@@ -1,18 +1,15 @@
 import type { FastifyReply } from "fastify";
 import type { ResponsesRequest } from "../../api/responses-request.js";
-import { completedResponse } from "../../api/responses-response.js";
+import { completedResponse, newId } from "../../api/responses-response.js";
+import { RESPONSE_ID_HEADER, USAGE_HEADERS, isResponseId } from "../../api/runtime-wire.js";
 import type { RuntimeContext } from "../context.js";
 import type { ModelService } from "../model-service.js";
 
 /**
- * Usage travels in headers on every answer, so the gateway can meter the
- * classifier's bare label-to-score object as well as a response envelope.
+ * Usage travels in headers on every answer (api/runtime-wire.ts), so the
+ * gateway can meter the classifier's bare label-to-score object as well as a
+ * response envelope. The response id is the gateway's when it sent one.
  */
-export const USAGE_HEADERS = {
-  input: "x-modelgate-input-tokens",
-  output: "x-modelgate-output-tokens",
-} as const;
-
 export async function respondToRequest(
   body: ResponsesRequest,
   service: ModelService,
@@ -21,6 +18,9 @@ export async function respondToRequest(
   arrivedAt: number,
   signal: AbortSignal,
 ): Promise<unknown> {
+  const given = reply.request.headers[RESPONSE_ID_HEADER];
+  // A failed envelope (420) carries it too.
+  const responseId = (reply.request.responseId = isResponseId(given) ? given : newId("resp"));
   const result = await service.respond(body, signal);
   const seconds = (context.now() - arrivedAt) / 1000;
   context.metrics.duration.observe({ task: result.task }, seconds);
@@ -31,14 +31,18 @@ export async function respondToRequest(
   }
   const { outcome } = result;
   recordUsage(reply, context, outcome.inputTokens, outcome.outputTokens);
-  return completedResponse(body, {
-    text: outcome.text,
-    inputTokens: outcome.inputTokens,
-    outputTokens: outcome.outputTokens,
-    incompleteReason: outcome.incomplete ? "max_output_tokens" : null,
-    createdAt: Math.floor(arrivedAt / 1000),
-    completedAt: Math.floor(context.now() / 1000),
-  });
+  return completedResponse(
+    body,
+    {
+      text: outcome.text,
+      inputTokens: outcome.inputTokens,
+      outputTokens: outcome.outputTokens,
+      incompleteReason: outcome.incomplete ? "max_output_tokens" : null,
+      createdAt: Math.floor(arrivedAt / 1000),
+      completedAt: Math.floor(context.now() / 1000),
+    },
+    responseId,
+  );
 }
 
 function recordUsage(

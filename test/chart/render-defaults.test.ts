@@ -48,6 +48,7 @@ describe("the chart with default values", () => {
         "RoleBinding/mg-modelgate-operator-leader-election",
         "Secret/mg-modelgate-gateway-keys",
         "Service/mg-modelgate-gateway",
+        "Service/mg-modelgate-gateway-metrics",
         "Service/mg-modelgate-operator",
         "ServiceAccount/mg-modelgate-gateway",
         "ServiceAccount/mg-modelgate-operator",
@@ -73,7 +74,12 @@ describe("the chart with default values", () => {
   it("labels every object with the recommended labels, and selects by name, instance and component only", () => {
     for (const o of objects) {
       const component = o.metadata?.name?.includes("operator") ? "operator" : "gateway";
+      // The gateway's metrics Service carries the label its ServiceMonitor selects it by.
+      const extra = o.metadata?.name?.endsWith("-gateway-metrics")
+        ? { "modelgate.dev/port": "metrics" }
+        : {};
       expect(o.metadata?.labels, kinds([o])[0]).toEqual({
+        ...extra,
         "app.kubernetes.io/name": "modelgate",
         "app.kubernetes.io/instance": "mg",
         "app.kubernetes.io/component": component,
@@ -160,6 +166,8 @@ describe("the chart with default values", () => {
       "gateway",
       "--registry=kubernetes",
       "--port=8080",
+      "--metrics-port=9090",
+      "--request-timeout=30",
       "--keys-file=/etc/modelgate/keys/keys.yaml",
       "--state-dir=/var/lib/modelgate/gateway",
       "--journal-sync=100ms",
@@ -168,9 +176,12 @@ describe("the chart with default values", () => {
       "--body-limit-bytes=1048576",
       "--log-level=info",
     ]);
-    expect(c.livenessProbe?.httpGet).toEqual({ path: "/healthz", port: "http" });
-    expect(c.readinessProbe?.httpGet).toEqual({ path: "/readyz", port: "http" });
-    expect(c.ports).toEqual([{ name: "http", containerPort: 8080, protocol: "TCP" }]);
+    expect(c.livenessProbe?.httpGet).toEqual({ path: "/healthz", port: "metrics" });
+    expect(c.readinessProbe?.httpGet).toEqual({ path: "/readyz", port: "metrics" });
+    expect(c.ports).toEqual([
+      { name: "http", containerPort: 8080, protocol: "TCP" },
+      { name: "metrics", containerPort: 9090, protocol: "TCP" },
+    ]);
     expect(c.lifecycle?.preStop?.sleep?.seconds).toBe(5);
     expect(c.volumeMounts).toEqual([
       { name: "keys", mountPath: "/etc/modelgate/keys", readOnly: true },
@@ -193,6 +204,19 @@ describe("the chart with default values", () => {
     const service = one<V1Service>(objects, "Service", "gateway");
     expect(service.spec?.type).toBe("ClusterIP");
     expect(service.spec?.ports?.[0]).toMatchObject({ port: 80, targetPort: "http" });
+  });
+
+  it("keeps /metrics, /healthz and /readyz off the API Service: they have a ClusterIP Service of their own", () => {
+    const api = one<V1Service>(objects, "Service", "gateway");
+    // The API Service (and so the Ingress and HTTPRoute behind it) reaches the API port only.
+    expect(api.spec?.ports?.map((p) => p.targetPort)).toEqual(["http"]);
+    const metrics = one<V1Service>(objects, "Service", "gateway-metrics");
+    expect(metrics.spec?.type).toBe("ClusterIP");
+    expect(metrics.spec?.ports).toEqual([
+      { name: "metrics", port: 9090, targetPort: "metrics", protocol: "TCP", appProtocol: "http" },
+    ]);
+    expect(metrics.metadata?.labels?.["modelgate.dev/port"]).toBe("metrics");
+    expect(api.metadata?.labels?.["modelgate.dev/port"]).toBeUndefined();
   });
 
   it("grants the operator exactly its rules, cluster-wide, and its Lease in the release namespace only", () => {

@@ -244,9 +244,17 @@ describe("chart value sets", () => {
       expect(monitor.metadata?.labels?.release).toBe("kube-prometheus-stack");
       expect(monitor.spec.selector.matchLabels["app.kubernetes.io/component"]).toBe(component);
       expect(monitor.spec.endpoints).toEqual([
-        { port: "http", path: "/metrics", interval: "15s", scrapeTimeout: "10s" },
+        {
+          // The gateway's metrics are on their own port, behind their own Service.
+          port: component === "gateway" ? "metrics" : "http",
+          path: "/metrics",
+          interval: "15s",
+          scrapeTimeout: "10s",
+        },
       ]);
     }
+    const gatewayMonitor = one<Monitor>(objects, "ServiceMonitor", "gateway");
+    expect(gatewayMonitor.spec.selector.matchLabels["modelgate.dev/port"]).toBe("metrics");
     // The operator labels its runtime Services app.kubernetes.io/name=modelgate-runtime.
     const runtime = one<Monitor>(objects, "ServiceMonitor", "runtime");
     expect(runtime.spec.selector.matchLabels["app.kubernetes.io/name"]).toBe("modelgate-runtime");

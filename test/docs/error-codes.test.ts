@@ -33,6 +33,8 @@ describe("docs/errors.md", () => {
       [
         "invalid_json",
         "not_found",
+        "method_not_allowed",
+        "request_receive_timeout",
         "unsupported_content_type",
         "request_too_large",
         "invalid_request",

@@ -170,7 +170,7 @@ describe("the real path: kubectl apply to an answer through the gateway", () => 
     // The burst starts once the gateway's registry holds both endpoints.
     await eventually(
       async () => {
-        const text = await (await fetch(`${gateway.url}/metrics`)).text();
+        const text = await (await fetch(`${gateway.opsUrl}/metrics`)).text();
         const line = text
           .split("\n")
           .find(

@@ -78,6 +78,8 @@ describe.runIf(installed)("Schemathesis over /openapi.json (both routes)", () =>
       async () => {
         const run = await schemathesis(
           [
+            "--config-file",
+            join(REPO_ROOT, "test", "fuzz", "schemathesis.toml"),
             "run",
             `${dev.address}/openapi.json`,
             "--include-path",

@@ -12,6 +12,8 @@ import { startServiceProcess } from "./service-process.js";
  */
 export interface GatewayProcess {
   url: string;
+  /** `/healthz`, `/readyz`, `/metrics`: never on the API port. */
+  opsUrl: string;
   apiKey: string;
   logs: string[];
   stop(): Promise<void>;
@@ -30,6 +32,8 @@ export async function startGatewayProcess(options: {
   );
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
+  const metricsPort = await freePort();
+  const opsUrl = `http://127.0.0.1:${metricsPort}`;
   const service = await startServiceProcess({
     args: [
       "gateway",
@@ -40,14 +44,16 @@ export async function startGatewayProcess(options: {
       `--state-dir=${join(dir, "state")}`,
       "--host=127.0.0.1",
       `--port=${port}`,
+      `--metrics-port=${metricsPort}`,
       "--rate-limit-per-minute=100000",
       "--rate-limit-burst=10000",
       ...(options.args ?? []),
     ],
-    readyUrl: `${url}/readyz`,
+    readyUrl: `${opsUrl}/readyz`,
   });
   return {
     url,
+    opsUrl,
     apiKey: key.key,
     logs: service.logs,
     stop: async () => {

@@ -16,7 +16,7 @@ import type { LoadRequest } from "../support/closed-loop.js";
 import { compareSuite, type ComparePoint, type Suite } from "./compare.js";
 import { pinning, type Pinning } from "./cpu-affinity.js";
 import { writeGatewayFiles } from "./gateway-files.js";
-import { measurePay, payRequests, type PayPoint } from "./pay-route.js";
+import { measurePay, PAY_REQUESTS_PER_RUN, payRequests, type PayPoint } from "./pay-route.js";
 import { planFrom } from "./plan.js";
 import * as start from "./processes.js";
 import { profileLines } from "./profile.js";
@@ -108,7 +108,7 @@ try {
     plan,
     gateway,
     [runtime, gateway, sink, provider],
-    payRequests([bodyFor("stand-in")], setup),
+    payRequests(bodyFor("stand-in"), setup, (1 + plan.payClients.length) * PAY_REQUESTS_PER_RUN),
     log,
   );
   usageRecords = await usageCount(sink);

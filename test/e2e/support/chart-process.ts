@@ -27,6 +27,8 @@ const run = promisify(execFile);
 
 export interface ChartProcess {
   url: string;
+  /** Health and metrics: the `--metrics-port` when the chart gives one, else the API port. */
+  opsUrl: string;
   /** The argument list the process got, after the rewrites. */
   args: string[];
   logs: string[];
@@ -103,25 +105,41 @@ export async function startFromDeployment(options: StartOptions): Promise<ChartP
   const core = options.kc.makeApiClient(CoreV1Api);
   const mounts = await materializeVolumes(core, namespace, container, pod.volumes ?? [], dir);
 
-  const port = await freePort();
-  const args = (container.args ?? []).map((arg) => {
-    if (arg.startsWith("--port=")) return `--port=${port}`;
-    return rewriteMountPaths(arg, mounts);
-  });
+  // Each port the chart gives a flag gets a free loopback port here, found
+  // again by the container port's name when a probe names it.
+  const ports = new Map<string, number>();
+  const local = async (flag: string, chartPort: string) => {
+    const port = await freePort();
+    const named = container.ports?.find((p) => String(p.containerPort) === chartPort)?.name;
+    if (named) ports.set(named, port);
+    ports.set(flag, port);
+    return port;
+  };
+  const args: string[] = [];
+  for (const arg of container.args ?? []) {
+    const flag = /^(--port|--metrics-port)=(\d+)$/.exec(arg);
+    args.push(
+      flag ? `${flag[1]}=${await local(flag[1]!, flag[2]!)}` : rewriteMountPaths(arg, mounts),
+    );
+  }
   args.push("--host=127.0.0.1", `--kubeconfig=${options.kubeconfigPath}`);
   const env = await containerEnv(core, namespace, container.env ?? [], options.podName);
 
+  const port = ports.get("--port")!;
   const url = `http://127.0.0.1:${port}`;
+  const probe = container.readinessProbe?.httpGet;
+  const probePort = typeof probe?.port === "string" ? ports.get(probe.port) : probe?.port;
   const service = await startServiceProcess({
     args,
     // The container's own readiness probe path, on the port it names.
-    readyUrl: `${url}${container.readinessProbe?.httpGet?.path ?? "/readyz"}`,
+    readyUrl: `http://127.0.0.1:${probePort ?? port}${probe?.path ?? "/readyz"}`,
     // KUBECONFIG of the test's shell must not stand in for the ServiceAccount.
     baseEnv: withoutKubeconfig(process.env),
     env,
   });
   return {
     url,
+    opsUrl: `http://127.0.0.1:${ports.get("--metrics-port") ?? port}`,
     args,
     logs: service.logs,
     async stop() {

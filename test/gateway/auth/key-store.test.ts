@@ -2,8 +2,7 @@ import { describe, expect, it } from "vitest";
 import { authorizeProject } from "../../../gateway/auth/key-store.js";
 import { KeyStore } from "../../../gateway/auth/key-store.js";
 import { parseKeysFile } from "../../../gateway/auth/keys-file.js";
-import { createApiKeyAuth } from "../../../gateway/auth/api-key-auth.js";
-import { capturingLogger, keysFileText, makeKey } from "./support.js";
+import { keysFileText, makeKey } from "./support.js";
 
 const active = makeKey("acme");
 const narrow = makeKey("acme", { projects: ["batch"] });
@@ -81,24 +80,5 @@ describe("project authorization", () => {
       ok: false,
       reason: "forbidden",
     });
-  });
-});
-
-describe("createApiKeyAuth (the routes' port)", () => {
-  it("answers the key or null, logs the reason without the key", () => {
-    const { logger, lines } = capturingLogger();
-    const auth = createApiKeyAuth(store, logger);
-    const identity = auth.authenticate(active.key);
-    expect(identity).toMatchObject({ id: active.id, account: "acme" });
-    expect(auth.mayUseProject(identity!, "web")).toBe(true);
-    expect(auth.mayUseProject(identity!, "lab")).toBe(false);
-    expect(auth.authenticate(revoked.key)).toBeNull();
-    expect(auth.authenticate("garbage")).toBeNull();
-    expect(auth.authenticate(undefined)).toBeNull();
-    const log = lines.join("");
-    expect(log).toContain(`"keyId":"${revoked.id}"`);
-    expect(log).toContain('"reason":"malformed"');
-    expect(log).not.toContain(revoked.key);
-    expect(log).not.toContain(active.key);
   });
 });

@@ -46,16 +46,21 @@ describe("8 · categories: at most 10 (classifier variant)", () => {
     expect(Object.keys(answer.body).sort()).toEqual(labels(n).sort());
   });
 
-  it.each<[string, Json]>([
-    ["11 categories", { categories: labels(11) }],
-    ["20 categories", { categories: labels(20) }],
-    ["11 labels in instructions", { categories: undefined, instructions: labels(11).join(", ") }],
-  ])("8 · 400 · %s are refused", async (_n, extra) => {
+  it.each<[string, Json, string]>([
+    ["11 categories", { categories: labels(11) }, "categories"],
+    ["20 categories", { categories: labels(20) }, "categories"],
+    // The labels came from `instructions`, so that is the field named.
+    [
+      "11 labels in instructions",
+      { categories: undefined, instructions: labels(11).join(", ") },
+      "instructions",
+    ],
+  ])("8 · 400 · %s are refused", async (_n, extra, param) => {
     const body = JSON.parse(JSON.stringify({ ...NLI, ...extra })) as Json;
     expectFailedEnvelope(await read(p.api(body)), {
       status: 400,
       code: "invalid_request",
-      param: "categories",
+      param,
     });
   });
 });

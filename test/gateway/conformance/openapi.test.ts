@@ -153,9 +153,45 @@ describe("openapi · statuses and headers", () => {
 });
 
 describe("openapi · 2.1 · the request body schema", () => {
-  const body = (route: Route) =>
+  const bodySchema = (route: Route) =>
     (((op(route).requestBody as Json).content as Json)["application/json"] as Json).schema as Json;
+  const variants = (route: Route) => bodySchema(route).oneOf as Json[];
+  const variant = (route: Route, title: string) => variants(route).find((v) => v.title === title)!;
+  /** The text-generation variant: the general ResponsesRequest of spec 2.1. */
+  const body = (route: Route) => variant(route, "Text generation request");
   const props = (route: Route) => body(route).properties as Record<string, Json>;
+  /** Every `model` enum of the classifier variant, wherever its combinators put the object. */
+  const classifierModels = (route: Route) => {
+    const enums: string[][] = [];
+    const walk = (schema: Json) => {
+      const model = (schema.properties as Json | undefined)?.model as Json | undefined;
+      if (model) enums.push((model.enum as string[] | undefined) ?? []);
+      for (const key of ["allOf", "anyOf", "oneOf"]) {
+        for (const member of (schema[key] as Json[] | undefined) ?? []) walk(member);
+      }
+    };
+    walk(variant(route, "Zero-shot classification request"));
+    expect(enums.length).toBeGreaterThan(0);
+    return [...new Set(enums.map((e) => JSON.stringify(e)))].map((e) => JSON.parse(e) as string[]);
+  };
+
+  it.each<Route>(["api-key", "pay"])(
+    "openapi · 2.1 · %s · the body is one of the task variants, each naming its models",
+    (route) => {
+      expect(variants(route).map((v) => v.title)).toEqual([
+        "Text generation request",
+        "Zero-shot classification request",
+      ]);
+      const generators = props(route).model!.enum as string[];
+      // The registry of the platform, live: routes restrict which models each path lists.
+      expect(generators).toContain("tiny-gpt");
+      expect(generators).not.toContain("tiny-nli");
+      expect(generators).toContain(route === "api-key" ? "tiny-gpt-api" : "tiny-gpt-pay");
+      expect(generators).not.toContain(route === "api-key" ? "tiny-gpt-pay" : "tiny-gpt-api");
+      // Every place the classifier variant names a model, it names only classifiers.
+      expect(classifierModels(route)).toEqual([["tiny-nli"]]);
+    },
+  );
 
   it.each<Route>(["api-key", "pay"])(
     "openapi · 2.1 · %s · model and input are required",
@@ -190,6 +226,18 @@ describe("openapi · 2.1 · the request body schema", () => {
     expect(p1.multilingual).toMatchObject({ type: "boolean" });
     expect(p1.metadata).toMatchObject({ type: "object" });
     const format = ((p1.text!.properties as Json).format as Json).properties as Json;
-    expect(format.type).toBeDefined();
+    expect(format.type).toMatchObject({ enum: ["text"] });
+  });
+
+  it("openapi · 2.1 · says exactly what is accepted: metadata pairs, string values, the output cap", () => {
+    const p1 = props("api-key");
+    // Spec 2.1: "object, string values", at most 16 pairs, keys up to 64.
+    expect(p1.metadata).toMatchObject({
+      maxProperties: 16,
+      propertyNames: { maxLength: 64 },
+      additionalProperties: { type: "string", maxLength: 512 },
+    });
+    expect(JSON.stringify(p1.max_output_tokens)).toContain('"maximum":2147483647');
+    expect(JSON.stringify(p1.stream)).not.toContain("true");
   });
 });

@@ -256,7 +256,7 @@ describe("2.1 · request headers", () => {
   it("2.1 · x-project-id scopes the request to a project (metered to it)", async () => {
     const answer = await read(p.api(GEN, { headers: { "x-project-id": "web" } }));
     expect(answer.status).toBe(200);
-    const id = answer.headers.get("x-request-id") ?? "";
+    const id = answer.body.id as string;
     await until("the usage record", () => p.sink.counted.has(id));
     expect(p.sink.counted.get(id)).toMatchObject({ account: "acme", project: "web" });
   });

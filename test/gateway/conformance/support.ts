@@ -3,13 +3,13 @@ import type { FastifyInstance } from "fastify";
 import { pino } from "pino";
 import { Registry } from "prom-client";
 import { expect } from "vitest";
-import { paymentGate, usageMeter } from "../../../gateway/adapters.js";
 import { buildGateway } from "../../../gateway/app.js";
 import { Meter } from "../../../gateway/metering/meter.js";
 import type { UsageRecord } from "../../../gateway/metering/usage-record.js";
 import { DurableOutbox } from "../../../gateway/outbox/durable-outbox.js";
 import { PaymentProviderClient } from "../../../gateway/pay/provider-client.js";
 import type { SettlementRecord } from "../../../gateway/pay/settlement.js";
+import { InProcessUsedSignatures } from "../../../gateway/pay/used-signatures.js";
 import { SECRETS, type Platform } from "../support/platform.js";
 
 /**
@@ -154,14 +154,14 @@ export async function startBrokenGateway(p: Platform): Promise<BrokenGateway> {
   });
   const gateway: FastifyInstance = buildGateway({
     ...p.components.deps,
-    meter: usageMeter(new Meter({ registry: new Registry(), outbox: usage })),
-    pay: paymentGate({
+    meter: new Meter({ registry: new Registry(), outbox: usage }),
+    pay: {
       secrets: new Map([["k1", [SECRETS.k1]]]),
       toleranceSeconds: 300,
-      client,
-      settlements,
-      now: Date.now,
-    }),
+      usedSignatures: new InProcessUsedSignatures(),
+      checkAllowance: (request) => client.checkAllowance(request),
+      settlements: { settle: (record) => settlements.append(record.responseId, record) },
+    },
   });
   const url = await gateway.listen({ host: "127.0.0.1", port: 0 });
   return {

@@ -40,15 +40,20 @@ describe("9 · versioning", () => {
     expect(typeof (answer.body.error as { message?: unknown }).message).toBe("string");
   });
 
-  it.each(["GET", "PUT", "DELETE"])("9 · %s on a versioned path is not a route", async (method) => {
-    const answer = await read(
-      fetch(`${p.url}/v1/responses`, {
-        method,
-        headers: { "x-api-key": p.keys.acme.key },
-      }),
-    );
-    expect(answer.status).toBe(404);
-  });
+  it.each(["GET", "PUT", "DELETE"])(
+    "9 · 405 · %s on a versioned path: the path exists, the method does not (Allow: POST)",
+    async (method) => {
+      const answer = await read(
+        fetch(`${p.url}/v1/responses`, {
+          method,
+          headers: { "x-api-key": p.keys.acme.key },
+        }),
+      );
+      expect(answer.status).toBe(405);
+      expect(answer.headers.get("allow")).toBe("POST");
+      expect((answer.body.error as { code?: unknown }).code).toBe("method_not_allowed");
+    },
+  );
 
   it("9 · the payment-route interface description is versioned 1.0.0", async () => {
     const doc = (await read(fetch(`${p.url}/openapi.json`))).body;

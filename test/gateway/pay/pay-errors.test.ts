@@ -1,10 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { CodedError } from "../../../lib/coded-error.js";
 import {
   INVALID_PAY_SIGNATURE_BODY,
   PAY_ERROR_CODES,
   PayErrors,
-  payErrorReply,
   signatureError,
 } from "../../../gateway/pay/pay-errors.js";
 import type { PaySignatureFailureReason } from "../../../gateway/pay/signature.js";
@@ -18,7 +16,7 @@ describe("pay errors", () => {
     ]);
   });
 
-  it("answers every signature failure with exactly the spec's 401 body", () => {
+  it("answers every signature refusal, a replay included, with exactly the spec's 401 body", () => {
     expect(JSON.stringify(INVALID_PAY_SIGNATURE_BODY)).toBe('{"error":"invalid_pay_signature"}');
     const reasons: PaySignatureFailureReason[] = [
       "missing",
@@ -30,40 +28,30 @@ describe("pay errors", () => {
     for (const reason of reasons) {
       const error = signatureError({ ok: false, reason }, 1000, 300);
       expect(error.code).toBe("invalid_pay_signature");
-      const reply = payErrorReply(error);
-      expect(reply?.statusCode).toBe(401);
+      expect(error.statusCode).toBe(401);
       // The reason stays in our logs; the client cannot tell them apart.
-      expect(reply?.body.toString()).toBe('{"error":"invalid_pay_signature"}');
+      expect(JSON.stringify(error.body)).toBe('{"error":"invalid_pay_signature"}');
     }
+    const replay = PayErrors.invalidPaySignature("replayed");
+    expect(replay.statusCode).toBe(401);
+    expect(JSON.stringify(replay.body)).toBe('{"error":"invalid_pay_signature"}');
   });
 
-  it("answers a stale timestamp with 402 and a Responses-style error envelope", () => {
+  it("answers a stale timestamp with 402 and says by how much", () => {
     const error = signatureError({ ok: false, reason: "stale", timestamp: 599 }, 1000, 300);
-    const reply = payErrorReply(error);
-    expect(reply?.statusCode).toBe(402);
-    expect(JSON.parse(reply!.body.toString())).toEqual({
-      error: {
-        message:
-          "The pay-signature timestamp is 401 s away from the server's clock; " +
-          "at most 300 s is accepted. Sign the request again.",
-        type: "authentication_error",
-        param: "pay-signature",
-        code: "pay_signature_expired",
-      },
-    });
+    expect(error.statusCode).toBe(402);
+    expect(error.body).toBeUndefined();
+    expect(error.param).toBe("pay-signature");
+    expect(error.message).toBe(
+      "The pay-signature timestamp is 401 s away from the server's clock; " +
+        "at most 300 s is accepted. Sign the request again.",
+    );
   });
 
-  it("passes the provider's denial through byte for byte", () => {
+  it("carries the provider's denial byte for byte", () => {
     const raw = Buffer.from('{ "error" : "payment_required",\n"topup_url": "x" }\n');
     const error = PayErrors.paymentRequired({ kind: "denied", status: 402, body: {}, raw });
-    const reply = payErrorReply(error);
-    expect(reply?.statusCode).toBe(402);
-    expect(reply?.contentType).toBe("application/json; charset=utf-8");
-    expect(reply?.body.equals(raw)).toBe(true);
-  });
-
-  it("leaves other errors to the shared handler", () => {
-    expect(payErrorReply(new Error("x"))).toBeNull();
-    expect(payErrorReply(new CodedError("other", 400, "invalid_request_error", "x"))).toBeNull();
+    expect(error.statusCode).toBe(402);
+    expect(error.body).toBe(raw);
   });
 });

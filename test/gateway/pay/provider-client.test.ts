@@ -6,28 +6,42 @@ import {
   PaymentProviderClient,
   SettlementError,
   type AllowanceRequest,
-  type SettlementRequest,
 } from "../../../gateway/pay/provider-client.js";
+import type { SettlementRecord } from "../../../gateway/pay/settlement.js";
 import {
   startPaymentProvider,
   type PaymentProvider,
 } from "../../fixtures/payment-provider/server.js";
 
+const signedBy = {
+  digest: "cd".repeat(32),
+  kid: "k1",
+  timestamp: 1_800_000_000,
+  scheme: "v1",
+} as const;
+
 const check: AllowanceRequest = {
+  responseId: "resp_1",
   requestId: "req_1",
   agentId: "agent-a",
+  payRequestId: "payreq-1",
+  signedBy,
   serviceSlug: "tiny-gpt",
   model: "tiny-gpt",
   maxTokens: 64,
 };
 
-const settlement: SettlementRequest = {
+const settlement: SettlementRecord = {
+  responseId: "resp_1",
   requestId: "req_1",
   agentId: "agent-a",
+  payRequestId: "payreq-1",
+  signedBy,
   serviceSlug: "tiny-gpt",
   model: "tiny-gpt",
   inputTokens: 12,
   outputTokens: 34,
+  createdAtMs: 1_800_000_000_000,
 };
 
 let provider: PaymentProvider;
@@ -58,8 +72,11 @@ describe("checkAllowance against the stand-in", () => {
     expect(await client.checkAllowance(check)).toEqual({ kind: "allowed" });
     expect(provider.ledger.checks).toEqual([
       {
+        responseId: "resp_1",
         requestId: "req_1",
         agentId: "agent-a",
+        payRequestId: "payreq-1",
+        signatureDigest: "cd".repeat(32),
         serviceSlug: "tiny-gpt",
         model: "tiny-gpt",
         maxTokens: 64,
@@ -164,7 +181,10 @@ describe("settle against the stand-in", () => {
     expect(await client.settle(settlement)).toEqual({ status: 200, alreadySettled: false });
     expect(provider.ledger.settlements).toHaveLength(1);
     expect(provider.ledger.settlements[0]).toMatchObject({
-      idempotencyKey: "req_1",
+      idempotencyKey: "resp_1",
+      responseId: "resp_1",
+      signatureDigest: "cd".repeat(32),
+      payRequestId: "payreq-1",
       inputTokens: 12,
       outputTokens: 34,
     });

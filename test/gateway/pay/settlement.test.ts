@@ -12,8 +12,11 @@ import {
 } from "../../fixtures/payment-provider/server.js";
 
 const record: SettlementRecord = {
+  responseId: "resp_42",
   requestId: "req_42",
   agentId: "agent-b",
+  payRequestId: "payreq-42",
+  signedBy: { digest: "ab".repeat(32), kid: "k1", timestamp: 1_800_000_000, scheme: "v1" },
   serviceSlug: "tiny-gpt",
   model: "tiny-gpt",
   inputTokens: 5,
@@ -74,20 +77,6 @@ describe("settlementSender", () => {
     }
   });
 
-  it("refuses, without retry, a replayed record that is not well formed", async () => {
-    const calls: unknown[] = [];
-    const send = settlementSender({
-      settle: (request) => {
-        calls.push(request);
-        return Promise.resolve({ status: 201, alreadySettled: false });
-      },
-    });
-    const broken = { ...record, inputTokens: "5" } as unknown as SettlementRecord;
-    const error = await send(broken, "req_45").catch((e: unknown) => e);
-    expect(isRetryableSettlementError(error)).toBe(false);
-    expect(calls).toEqual([]);
-  });
-
   it("passes the outbox's abort signal on, and stays retryable when it fires", async () => {
     await provider.setMode("hang");
     try {
@@ -116,10 +105,31 @@ describe("parseSettlementRecord", () => {
     expect(parseSettlementRecord({ ...record, agentId: null }).agentId).toBeNull();
   });
 
+  it("reads back a settlement journaled by the previous version, keyed by its request id", () => {
+    const legacy = {
+      requestId: "req_old",
+      agentId: "agent-b",
+      serviceSlug: "tiny-gpt",
+      model: "tiny-gpt",
+      inputTokens: 1,
+      outputTokens: 2,
+      createdAtMs: 1,
+    };
+    expect(parseSettlementRecord(legacy)).toEqual({
+      ...legacy,
+      responseId: "req_old",
+      payRequestId: null,
+      signedBy: null,
+    });
+  });
+
   it.each([
     ["null", null],
     ["a string", "req_42"],
+    ["no response id", { ...record, responseId: "" }],
     ["no request id", { ...record, requestId: "" }],
+    ["a signature without its digest", { ...record, signedBy: { kid: "k1", timestamp: 1 } }],
+    ["an unknown field", { ...record, extra: 1 }],
     ["a negative count", { ...record, outputTokens: -1 }],
     ["a string count", { ...record, inputTokens: "5" }],
     ["no timestamp", { ...record, createdAtMs: undefined }],

@@ -2,7 +2,9 @@ import { describe, expect, it } from "vitest";
 import {
   formatPaySignature,
   parsePaySignature,
+  signatureIdentity,
   signPayload,
+  signPayloadV2,
   verifyPaySignature,
   type VerifyPaySignatureInput,
 } from "../../../gateway/pay/signature.js";
@@ -28,7 +30,13 @@ function header(parts: { t?: number; kid?: string; v1?: string[]; secret?: strin
 
 describe("verifyPaySignature", () => {
   it("accepts a signature over the raw bytes made with the kid's secret", () => {
-    expect(verify(header({}))).toEqual({ ok: true, kid: "k1", timestamp: NOW });
+    expect(verify(header({}))).toEqual({
+      ok: true,
+      kid: "k1",
+      timestamp: NOW,
+      digest: signPayload(body, "secret-one"),
+      scheme: "v1",
+    });
   });
 
   it("signs the body alone: the digest does not depend on t", () => {
@@ -169,7 +177,7 @@ describe("parsePaySignature", () => {
   it("parses the header form, several v1 included", () => {
     expect(parsePaySignature(`t=${NOW},kid=k1,v1=${v1},v1=abc`)).toEqual({
       ok: true,
-      signature: { timestamp: NOW, kid: "k1", v1: [v1, "abc"] },
+      signature: { timestamp: NOW, kid: "k1", v1: [v1, "abc"], v2: [] },
     });
   });
 
@@ -243,5 +251,44 @@ describe("signPayload and formatPaySignature", () => {
 
   it("formats t, kid, then each v1", () => {
     expect(formatPaySignature({ t: 5, kid: "a", v1: ["01", "02"] })).toBe("t=5,kid=a,v1=01,v1=02");
+  });
+});
+
+describe("v2: the timestamp signed too", () => {
+  const v2 = (t: number, secret = "secret-one") => signPayloadV2(body, t, secret);
+
+  it("accepts a v2 over `<t>.<body>` and says which scheme verified", () => {
+    expect(verify(formatPaySignature({ t: NOW, kid: "k1", v2: [v2(NOW)] }))).toEqual({
+      ok: true,
+      kid: "k1",
+      timestamp: NOW,
+      digest: v2(NOW),
+      scheme: "v2",
+    });
+  });
+
+  it("refuses a v2 header whose t was rewritten, though its body is genuine", () => {
+    expect(verify(formatPaySignature({ t: NOW - 5, kid: "k1", v2: [v2(NOW)] }))).toEqual({
+      ok: false,
+      reason: "mismatch",
+    });
+  });
+
+  it("judges a header with a v2 by its v2 alone: a genuine v1 beside a forged v2 fails", () => {
+    const v1 = signPayload(body, "secret-one");
+    const forged = v2(NOW, "not-the-secret");
+    expect(verify(formatPaySignature({ t: NOW, kid: "k1", v1: [v1], v2: [forged] })).ok).toBe(
+      false,
+    );
+  });
+});
+
+describe("signatureIdentity", () => {
+  it("is the same for the same t, kid and bytes, and differs when any of them does", () => {
+    const one = signatureIdentity(NOW, "k1", body);
+    expect(signatureIdentity(NOW, "k1", Buffer.from(body))).toBe(one);
+    expect(signatureIdentity(NOW + 1, "k1", body)).not.toBe(one);
+    expect(signatureIdentity(NOW, "k2", body)).not.toBe(one);
+    expect(signatureIdentity(NOW, "k1", Buffer.concat([body, Buffer.from(" ")]))).not.toBe(one);
   });
 });

@@ -14,6 +14,7 @@ import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { InferenceModel } from "../../../crds/inference-model.js";
 import { buildGateway } from "../../../gateway/app.js";
+import { buildOpsServer } from "../../../gateway/ops-server.js";
 import { generateApiKey, type GeneratedKey } from "../../../gateway/auth/key-format.js";
 import { createGatewayComponents, type GatewayComponents } from "../../../gateway/components.js";
 import { gatewayConfigSchema, registrySourceOf } from "../../../gateway/config.js";
@@ -62,6 +63,7 @@ let provider: PaymentProvider;
 let components: GatewayComponents;
 let source: RunningSource;
 let app: FastifyInstance;
+let ops: FastifyInstance;
 const logLines: string[] = [];
 
 async function applyModel(
@@ -200,13 +202,15 @@ beforeAll(async () => {
     logger,
     onRejected: (count) => deps.metrics.registryRejected.set(count),
   });
-  app = buildGateway({ ...deps, ready: () => source.ready() });
+  app = buildGateway(deps);
+  ops = buildOpsServer({ ...deps, ready: () => source.ready() });
   await source.synced;
 });
 
 afterAll(async () => {
   await source?.stop();
   await app?.close();
+  await ops?.close();
   await components?.close();
   await provider?.close();
   for (const remove of removers) await remove();
@@ -218,7 +222,7 @@ describe("the registry's cluster source (all namespaces)", () => {
       key: `${nsA}/${id("pre")}`,
       endpoints: ["http://10.250.0.1:8080"],
     });
-    const ready = await app.inject({ method: "GET", url: "/readyz" });
+    const ready = await ops.inject({ method: "GET", url: "/readyz" });
     expect(ready.statusCode).toBe(200);
     expect(logLines.join("")).toContain("model registry synced from the cluster");
   });
@@ -271,7 +275,7 @@ describe("the registry's cluster source (all namespaces)", () => {
         ]),
       5_000,
     );
-    const metrics = await app.inject({ method: "GET", url: "/metrics" });
+    const metrics = await ops.inject({ method: "GET", url: "/metrics" });
     expect(metrics.body).toContain(`modelgate_gateway_model_ready_endpoints{model="${alpha}"} 2`);
     expect(metrics.body).toMatch(/^modelgate_gateway_routable_models [1-9]\d*$/m);
   });
@@ -330,7 +334,7 @@ describe("the registry's cluster source (all namespaces)", () => {
       5_000,
     );
     expect(registry().resolve(bad)).toBeUndefined();
-    const metrics = await app.inject({ method: "GET", url: "/metrics" });
+    const metrics = await ops.inject({ method: "GET", url: "/metrics" });
     expect(metrics.body).toMatch(/^modelgate_gateway_registry_rejected_models [1-9]\d*$/m);
 
     // A model that turns invalid stops being routed; fixed, it comes back.
@@ -387,7 +391,7 @@ describe("/readyz", () => {
       { kind: "kubernetes", kubeconfig: gatedConfig, namespace: nsA },
       { registry: models, logger: pino({ level: "silent" }) },
     );
-    const gatedApp = buildGateway({
+    const gatedApp = buildOpsServer({
       ...components.deps,
       registry: models,
       ready: () => gated.ready(),

@@ -19,6 +19,12 @@ import {
 
 const BODY = { model: "tiny-gpt", input: "Hello", max_output_tokens: 2, temperature: 0 };
 const RAW = JSON.stringify(BODY);
+/**
+ * A paid body never sent before: a payment signature is accepted once, so
+ * each paid request of these suites signs a body of its own.
+ */
+let paidBodies = 0;
+const freshPaidBody = () => JSON.stringify({ ...BODY, metadata: { n: String(++paidBodies) } });
 const GENERATED_ID = /^req_[0-9a-f]{32}$/;
 
 let p: Platform;
@@ -168,11 +174,12 @@ describe("x-request-id from the caller", () => {
 
 describe("pay-agent-id and pay-request-id", () => {
   it("logs a sane agent id and payment request id on a served request (spec 2.1)", async () => {
+    const raw = freshPaidBody();
     const res = await rawPost(
       p.url,
       "/pay/v1/responses",
-      payHeaders(RAW, { "pay-agent-id": "agent-ok-7", "pay-request-id": "payreq-ok-7" }),
-      RAW,
+      payHeaders(raw, { "pay-agent-id": "agent-ok-7", "pay-request-id": "payreq-ok-7" }),
+      raw,
     );
     expect(res.status).toBe(200);
     expect(logLinesContaining(p, '"payAgentId":"agent-ok-7"').length).toBeGreaterThan(0);
@@ -194,11 +201,12 @@ describe("pay-agent-id and pay-request-id", () => {
     afterAll(async () => p.provider.setMode("allow", "check"));
 
     it.each(cases)("never writes a $name with $guards verbatim into the logs", async (c) => {
+      const raw = freshPaidBody();
       const res = await rawPost(
         p.url,
         "/pay/v1/responses",
-        payHeaders(RAW, { [c.name]: c.value(c.marker) }),
-        RAW,
+        payHeaders(raw, { [c.name]: c.value(c.marker) }),
+        raw,
       );
       expect(res.status).toBe(200);
       // The control: this request wrote a line carrying the id fields, so the value had its chance.
@@ -250,15 +258,16 @@ describe("credentials never reach the logs", () => {
   });
 
   it("logs no pay-signature value, genuine, forged or malformed", async () => {
-    const genuine = p.sign(RAW);
-    const forged = p.sign(RAW, "k1", "a-forger-guessing-0123456789");
+    const raw = freshPaidBody();
+    const genuine = p.sign(raw);
+    const forged = p.sign(raw, "k1", "a-forger-guessing-0123456789");
     const malformed = `t=1,kid=k1,v1=INJSIG${"f".repeat(58)}`;
     for (const [signature, status] of [
       [genuine, 200],
       [forged, 401],
       [malformed, 401],
     ] as const) {
-      const res = await p.pay(RAW, { signature });
+      const res = await p.pay(raw, { signature });
       expect(res.status).toBe(status);
       expect(logLinesContaining(p, res.headers.get("x-request-id")!).length).toBeGreaterThan(0);
       const v1 = signature.slice(signature.indexOf("v1=") + 3);
@@ -306,7 +315,7 @@ describe("deep JSON", () => {
   it("serves 10 000 nested arrays in an unknown extra property (the spec allows extras)", async () => {
     const res = await p.api(RAW.replace(/}$/, `,"extra":${nested(10_000)}}`));
     expect(res.status).toBe(200);
-    expect((await fetch(`${p.url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${p.opsUrl}/healthz`)).status).toBe(200);
   });
 });
 

@@ -6,6 +6,8 @@ import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { pino, type Logger } from "pino";
 import { buildGateway } from "../../../gateway/app.js";
+import { gatewayLoggerOptions } from "../../../gateway/logging.js";
+import { buildOpsServer } from "../../../gateway/ops-server.js";
 import { generateApiKey, type GeneratedKey } from "../../../gateway/auth/key-format.js";
 import { createGatewayComponents, type GatewayComponents } from "../../../gateway/components.js";
 import { gatewayConfigSchema, type GatewayConfig } from "../../../gateway/config.js";
@@ -36,6 +38,8 @@ export const SECRETS = {
 
 export interface Platform {
   url: string;
+  /** The operations port: /metrics, /healthz, /readyz. */
+  opsUrl: string;
   gateway: FastifyInstance;
   components: GatewayComponents;
   runtimes: { gpt: RunningRuntime; nli: RunningRuntime };
@@ -164,23 +168,39 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
         }),
     ...options.config,
   });
+  // The gateway's own logger options (redaction, secret scrubbing), writing to memory.
   const logLines: string[] = [];
-  const logger: Logger = pino(
-    { level: "info" },
-    { write: (line: string) => void logLines.push(line) },
-  );
+  const logger: Logger = pino(gatewayLoggerOptions("info"), {
+    write: (line: string) => void logLines.push(line),
+  });
   const components = await createGatewayComponents(config, logger);
   const files = new FileSource({ dir, registry: components.deps.registry, logger });
   await files.start();
   const gateway = buildGateway(components.deps);
   const url = await gateway.listen({ host: "127.0.0.1", port: 0 });
+  const ops = buildOpsServer(components.deps);
+  const opsUrl = await ops.listen({ host: "127.0.0.1", port: 0 });
 
-  const sign = (
-    raw: string | Buffer,
-    kid = "k1",
-    secret: string = SECRETS.k1,
-    t = Math.floor(Date.now() / 1000),
-  ) => formatPaySignature({ t, kid, v1: [signPayload(Buffer.from(raw), secret)] });
+  /**
+   * The provider signs each request once, and the gateway accepts a
+   * signature once: a body signed again within the same second gets the
+   * next second as its timestamp (inside the tolerance), as a provider
+   * signing it a moment later would. A test that means to replay passes the
+   * same header twice.
+   */
+  const lastSigned = new Map<string, number>();
+  const freshTimestamp = (raw: string | Buffer, kid: string): number => {
+    const key = `${kid}\n${raw.toString()}`;
+    const t = Math.max(Math.floor(Date.now() / 1000), (lastSigned.get(key) ?? 0) + 1);
+    lastSigned.set(key, t);
+    return t;
+  };
+  const sign = (raw: string | Buffer, kid = "k1", secret: string = SECRETS.k1, t?: number) =>
+    formatPaySignature({
+      t: t ?? freshTimestamp(raw, kid),
+      kid,
+      v1: [signPayload(Buffer.from(raw), secret)],
+    });
   const post = (path: string, body: unknown, headers: Record<string, string>) =>
     fetch(`${url}${path}`, {
       method: "POST",
@@ -190,6 +210,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
 
   return {
     url,
+    opsUrl,
     gateway,
     components,
     runtimes: { gpt, nli },
@@ -218,6 +239,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
     async close() {
       files.stop();
       await gateway.close();
+      await ops.close();
       await components.close();
       await gpt.close();
       await nli.close();

@@ -1,6 +1,6 @@
-import { responsesRequestSchema } from "../../../api/responses-request.js";
-import { REQUEST_ID, errorEnvelopeSchema, sharedErrors, success } from "../common-responses.js";
-import type { RouteSpec } from "../route-spec.js";
+import { errorEnvelopeSchema } from "../../api/error-envelope.js";
+import { REQUEST_ID, sharedErrors, success } from "./common-responses.js";
+import type { RouteSpec } from "./route-spec.js";
 
 /** POST /v1/responses: the API-key route (spec 4.1, 5.1). */
 export const responsesRoute: RouteSpec = {
@@ -10,7 +10,13 @@ export const responsesRoute: RouteSpec = {
   summary: "Run a model (API key)",
   description:
     "Runs inference for `model` and returns a Responses object, or the label-to-score object for a zero-shot classifier. Billed to the key's account (subscription metering).",
-  security: "api-key",
+  config: {
+    auth: "api-key",
+    rateLimit: "api-key",
+    metering: "usage",
+    modelRoute: "api-key",
+    metricsName: "api-key",
+  },
   requestHeaders: [
     {
       name: "x-api-key",
@@ -24,7 +30,6 @@ export const responsesRoute: RouteSpec = {
     },
     REQUEST_ID,
   ],
-  requestBody: responsesRequestSchema,
   responses: {
     200: success,
     ...sharedErrors,

@@ -1,0 +1,50 @@
+/**
+ * The wire contract between the gateway and a runtime, beyond the request
+ * body they share: the headers each side sets for the other. Declared once
+ * here and imported by both, so neither can rename one alone.
+ */
+
+/**
+ * Usage travels in response headers on every answer of a runtime, so the
+ * gateway can meter the classifier's bare label-to-score object as well as a
+ * Responses object.
+ */
+export const USAGE_HEADERS = {
+  input: "x-modelgate-input-tokens",
+  output: "x-modelgate-output-tokens",
+} as const;
+
+/**
+ * The response id the gateway mints for every request and sends to the
+ * runtime, which uses it as the Responses object's `id`. Usage records and
+ * settlements are keyed by it: an id the caller cannot choose, so one served
+ * request is one record whatever `x-request-id` callers send.
+ */
+export const RESPONSE_ID_HEADER = "x-modelgate-response-id";
+
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+const RESPONSE_ID = /^resp_[0-9a-f]{48}$/;
+
+/** A response id as the gateway mints them; anything else in the header is ignored. */
+export function isResponseId(value: unknown): value is string {
+  return typeof value === "string" && RESPONSE_ID.test(value);
+}
+
+function count(value: string | string[] | undefined): number | null {
+  if (typeof value !== "string" || !/^\d{1,15}$/.test(value)) return null;
+  return Number(value);
+}
+
+/** The usage a runtime reported, or null when its headers do not carry it. */
+export function usageFromHeaders(
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+): Usage | null {
+  const inputTokens = count(headers[USAGE_HEADERS.input]);
+  const outputTokens = count(headers[USAGE_HEADERS.output]);
+  if (inputTokens === null || outputTokens === null) return null;
+  return { inputTokens, outputTokens };
+}

@@ -1,0 +1,46 @@
+import type { FastifyRequest, onRequestHookHandler } from "fastify";
+import type { KeyStore } from "../auth/key-store.js";
+import { GatewayErrors } from "../errors.js";
+import { routeConfigOf } from "../routes/route-config.js";
+
+/**
+ * API-key routes (spec 5.1): `x-api-key` (or the OpenAI clients'
+ * `Authorization: Bearer <key>`) → 401, then `x-project-id` → 403. Runs at
+ * `onRequest`, before the body is read: an unauthenticated caller costs no
+ * body parsing and learns nothing about the API from 400s.
+ */
+export function authenticateApiKey(keys: KeyStore): onRequestHookHandler {
+  return (request, _reply, done) => {
+    if (routeConfigOf(request).auth !== "api-key") return done();
+    const result = keys.authenticate(apiKeyOf(request));
+    if (!result.ok) {
+      // The client learns only "invalid API key"; operators see the reason.
+      if (result.reason === "revoked" || result.reason === "unknown") {
+        request.log.info({ reason: result.reason, keyId: result.keyId }, "API key refused");
+      }
+      return done(GatewayErrors.invalidApiKey());
+    }
+    const { key } = result;
+    // Who called goes on every later line of this request (cheaper than a child logger).
+    request.logFields = { keyId: key.id, account: key.account };
+    const decision = keys.authorizeProject(key, request.headers["x-project-id"]);
+    if (!decision.ok) return done(GatewayErrors.projectForbidden());
+    request.caller = {
+      kind: "api-key",
+      keyId: key.id,
+      account: key.account,
+      project: decision.project ?? null,
+      rateLimit: key.rateLimit,
+    };
+    done();
+  };
+}
+
+/** `x-api-key`, or the OpenAI clients' `Authorization: Bearer <key>`. */
+export function apiKeyOf(request: FastifyRequest): string | undefined {
+  const header = request.headers["x-api-key"];
+  if (typeof header === "string" && header.length > 0) return header;
+  const authorization = request.headers.authorization;
+  const bearer = typeof authorization === "string" ? /^Bearer\s+(\S+)$/i.exec(authorization) : null;
+  return bearer?.[1];
+}

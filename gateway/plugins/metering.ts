@@ -1,0 +1,74 @@
+import type { onSendAsyncHookHandler } from "fastify";
+import type { Meter } from "../metering/meter.js";
+import type { GatewayMetrics } from "../metrics.js";
+import { formatPayUsage, PAY_USAGE_HEADER } from "../pay/pay-usage.js";
+import { settlementRecordSchema, type SettlementRecord } from "../pay/settlement.js";
+import { routeConfigOf } from "../routes/route-config.js";
+import { responseIdOf } from "./request-id.js";
+
+/**
+ * Bills what a runtime served, as the last step before the answer leaves
+ * (`onSend`): a usage record for the key's account, or a settlement with the
+ * payment provider (and its `pay-usage` header). Either is journaled durably
+ * before the answer is sent and keyed by the response id, so one served
+ * request is billed exactly once, and a request the client saw succeed is
+ * never missing from billing. A failure to journal is a 500 in place of the
+ * answer.
+ */
+export interface Settlements {
+  /** Durable before it resolves; delivered to the provider in the background. */
+  settle(record: SettlementRecord): Promise<void>;
+}
+
+export interface MeteringParts {
+  meter: Meter;
+  settlements: Settlements | null;
+  metrics: GatewayMetrics;
+  now: () => number;
+}
+
+export function billServed(parts: MeteringParts): onSendAsyncHookHandler {
+  return async (request, reply) => {
+    const served = reply.served;
+    if (!served) return;
+    // Once: an error answered in its place runs this hook again.
+    reply.served = null;
+    const mode = routeConfigOf(request).metering;
+    const caller = request.caller;
+    const { model, usage } = served;
+    if (mode === "usage" && caller?.kind === "api-key") {
+      await parts.meter.record({
+        responseId: responseIdOf(request),
+        requestId: request.id,
+        account: caller.account,
+        project: caller.project,
+        keyId: caller.keyId,
+        model: model.id,
+        inputTokens: usage.inputTokens,
+        outputTokens: usage.outputTokens,
+        time: new Date(parts.now()).toISOString(),
+      });
+    } else if (mode === "settlement" && caller?.kind === "pay" && parts.settlements) {
+      parts.metrics.payTokens.inc({ model: model.id, direction: "input" }, usage.inputTokens);
+      parts.metrics.payTokens.inc({ model: model.id, direction: "output" }, usage.outputTokens);
+      // Validated before it is journaled: a bad count fails this request, not the outbox.
+      const record = settlementRecordSchema.parse({
+        responseId: responseIdOf(request),
+        requestId: request.id,
+        agentId: caller.agentId,
+        payRequestId: caller.payRequestId,
+        signedBy: caller.signedBy,
+        serviceSlug: model.serviceSlug,
+        model: model.id,
+        inputTokens: usage.inputTokens,
+        outputTokens: usage.outputTokens,
+        createdAtMs: parts.now(),
+      });
+      await parts.settlements.settle(record);
+      reply.header(PAY_USAGE_HEADER, formatPayUsage({ slug: model.serviceSlug, ...usage }));
+    } else if (mode !== "none") {
+      // A route that bills must know whom: serving for free is never the fallback.
+      throw new Error(`route ${request.routeOptions.url} served without a caller to bill`);
+    }
+  };
+}

@@ -1,0 +1,138 @@
+import { createHash } from "node:crypto";
+import type { preHandlerAsyncHookHandler, preValidationAsyncHookHandler } from "fastify";
+import { logFieldsOf } from "../../lib/http/log-fields.js";
+import type { GatewayMetrics } from "../metrics.js";
+import { PayErrors, signatureError } from "../pay/pay-errors.js";
+import type { AllowanceRequest, AllowanceResult } from "../pay/provider-client.js";
+import { signatureIdentity, verifyPaySignature } from "../pay/signature.js";
+import type { UsedSignatures } from "../pay/used-signatures.js";
+import { routeConfigOf } from "../routes/route-config.js";
+import { responseIdOf } from "./request-id.js";
+
+/**
+ * The payment route's gate (spec 5.2), in the order the spec sets:
+ *
+ * - `preValidation`: `pay-signature` over the raw bytes, before the body is
+ *   judged (a forged request is a 401 even when its body is bad); a genuine
+ *   but stale one is a 402; then the signature is claimed in the memory of
+ *   used signatures, and a replay is a 401 like a forgery (see
+ *   docs/payment-provider.md for why 401). Never failed open.
+ * - `preHandler`, after the body is admitted and the agent's rate limit: the
+ *   allowance check with the provider, 402 on a denial, failed open (logged,
+ *   counted) only when the provider cannot answer.
+ */
+export interface PaymentGateParts {
+  /** kid -> its secrets; empty when the route is not configured (every request is a 401). */
+  secrets: ReadonlyMap<string, readonly string[]>;
+  toleranceSeconds: number;
+  usedSignatures: UsedSignatures;
+  checkAllowance(request: AllowanceRequest): Promise<AllowanceResult>;
+  metrics: GatewayMetrics;
+  now: () => number;
+}
+
+/** Header values that go into logs: single, printable, bounded. */
+function loggable(value: string | string[] | undefined): string | null {
+  return typeof value === "string" && /^[\x21-\x7e]{1,128}$/.test(value) ? value : null;
+}
+
+function hashOf(value: string): string {
+  return createHash("sha256").update(value).digest("hex").slice(0, 16);
+}
+
+/** The allowance covers the worst case: the model's whole token limit, or the input plus the output asked for. */
+export function mostTokens(
+  input: string,
+  instructions: string | undefined,
+  maxOutput: number | null | undefined,
+  maxTokens: number | undefined,
+): number {
+  if (maxTokens !== undefined) return maxTokens + (maxOutput ?? 0);
+  // No limit known: one token per UTF-8 byte bounds any BPE or WordPiece tokenizer.
+  return Buffer.byteLength(input) + Buffer.byteLength(instructions ?? "") + (maxOutput ?? 4096);
+}
+
+/** `preValidation`: the signature, then the replay memory. */
+export function verifyPayment(parts: PaymentGateParts): preValidationAsyncHookHandler {
+  return async (request) => {
+    if (routeConfigOf(request).auth !== "pay-signature") return;
+    const nowMs = parts.now();
+    const nowSeconds = Math.floor(nowMs / 1000);
+    const rawBody = request.rawBody ?? Buffer.alloc(0);
+    const result = verifyPaySignature({
+      header: request.headers["pay-signature"],
+      rawBody,
+      secrets: parts.secrets,
+      nowSeconds,
+      toleranceSeconds: parts.toleranceSeconds,
+    });
+    if (!result.ok) throw signatureError(result, nowSeconds, parts.toleranceSeconds);
+
+    const agentHeader = request.headers["pay-agent-id"];
+    const agentId = loggable(agentHeader);
+    // An agent id unfit for logs still names a caller: it is known by its hash.
+    const agentKey =
+      agentId ??
+      (agentHeader === undefined ? "anonymous" : `sha256:${hashOf(String(agentHeader))}`);
+    const payRequestId = loggable(request.headers["pay-request-id"]);
+    request.logFields = {
+      payAgentId: agentKey,
+      kid: result.kid,
+      ...(payRequestId ? { payRequestId } : {}),
+    };
+
+    // Accepted once: claimed only now that it verified, so a forgery cannot
+    // use up a genuine signature's place; remembered until the timestamp
+    // check would refuse it anyway.
+    const identity = signatureIdentity(result.timestamp, result.kid, rawBody);
+    const expiresAtMs = (result.timestamp + parts.toleranceSeconds + 1) * 1000;
+    if (!(await parts.usedSignatures.claim(identity, expiresAtMs))) {
+      parts.metrics.payReplays.inc();
+      throw PayErrors.invalidPaySignature("replayed");
+    }
+    request.caller = {
+      kind: "pay",
+      agentId,
+      agentKey,
+      payRequestId,
+      signedBy: {
+        digest: result.digest,
+        kid: result.kid,
+        timestamp: result.timestamp,
+        scheme: result.scheme,
+      },
+    };
+  };
+}
+
+/** `preHandler`, after admission and the agent's rate limit: the allowance check. */
+export function checkAllowance(parts: PaymentGateParts): preHandlerAsyncHookHandler {
+  return async (request) => {
+    const caller = request.caller;
+    const model = request.model;
+    if (routeConfigOf(request).auth !== "pay-signature" || caller?.kind !== "pay" || !model) return;
+    const body = request.body as {
+      input: string;
+      instructions?: string;
+      max_output_tokens?: number | null;
+    };
+    const allowance = await parts.checkAllowance({
+      responseId: responseIdOf(request),
+      requestId: request.id,
+      agentId: caller.agentId,
+      payRequestId: caller.payRequestId,
+      signedBy: caller.signedBy,
+      serviceSlug: model.serviceSlug,
+      model: model.id,
+      maxTokens: mostTokens(body.input, body.instructions, body.max_output_tokens, model.maxTokens),
+    });
+    if (allowance.kind === "denied") throw PayErrors.paymentRequired(allowance);
+    if (allowance.kind === "unavailable") {
+      parts.metrics.allowanceFailOpen.inc({ reason: allowance.reason });
+      request.log.warn(
+        { ...logFieldsOf(request), reason: allowance.reason },
+        "payment provider unavailable: allowance check failed open",
+      );
+    }
+  };
+}

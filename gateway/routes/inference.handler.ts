@@ -1,0 +1,65 @@
+import { EventEmitter } from "node:events";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { RESPONSE_ID_HEADER } from "../../api/runtime-wire.js";
+import { logFieldsOf } from "../../lib/http/log-fields.js";
+import { GatewayErrors } from "../errors.js";
+import type { GatewayMetrics } from "../metrics.js";
+import { responseIdOf } from "../plugins/request-id.js";
+import type { Upstream } from "../upstream/forward.js";
+import { relayOf, relayedHeaders } from "../upstream/relay.js";
+
+/**
+ * The handler of both model routes, once the hooks have authenticated the
+ * caller, admitted the body and, on the payment route, checked the
+ * allowance: forward the raw bytes to a runtime of the admitted model and
+ * relay its answer. Billing happens in the metering hook, from `reply.served`.
+ */
+export interface InferenceDeps {
+  upstream: Upstream;
+  metrics: GatewayMetrics;
+}
+
+export function inferenceHandler(deps: InferenceDeps) {
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
+    const model = request.model;
+    if (!model) throw new Error(`route ${request.routeOptions.url} has no admitted model`);
+    const started = performance.now();
+    // A client that goes away cancels the runtime's work. undici takes an
+    // EventEmitter that emits "abort" as a signal, which costs a fraction of
+    // an AbortController per request.
+    const abort = new EventEmitter();
+    request.raw.once("close", () => {
+      if (request.raw.destroyed && !request.raw.complete) abort.emit("abort");
+    });
+    const answer = await deps.upstream.forward({
+      model,
+      body: request.rawBody ?? Buffer.from(JSON.stringify(request.body)),
+      headers: {
+        "content-type": "application/json",
+        "x-request-id": request.id,
+        [RESPONSE_ID_HEADER]: responseIdOf(request),
+      },
+      signal: abort,
+    });
+    deps.metrics.upstreamDuration.observe(
+      { model: model.id },
+      (performance.now() - started) / 1000,
+    );
+    const relay = relayOf(answer.status, answer.headers, model.id);
+    if (relay.kind === "error") throw relay.error;
+    reply.code(answer.status).headers(relayedHeaders(answer.headers));
+    if (relay.kind === "success") {
+      if (!relay.usage) {
+        // Without usage nothing can be billed: refuse rather than serve for free.
+        request.log.error(
+          { ...logFieldsOf(request), endpoint: answer.endpoint },
+          "runtime answered without usage headers",
+        );
+        throw GatewayErrors.upstreamError(model.id);
+      }
+      reply.header("x-inference-type", "cloud");
+      reply.served = { model, usage: relay.usage };
+    }
+    return reply.send(answer.body);
+  };
+}

@@ -1,0 +1,47 @@
+import type { FastifyRequest } from "fastify";
+import type { RouteName } from "../../crds/inference-model.js";
+
+/**
+ * What a route needs from the gateway, said once in its `config` and read by
+ * the hooks (authentication, rate limits, admission, metering, the payment
+ * gate, metrics): routes are told apart by what they declare, never by their
+ * URL. A route that declares nothing gets nothing.
+ */
+export interface GatewayRouteConfig {
+  /** Who may call: an API key (401, 403), a payment signature (401, 402), or anyone. */
+  auth: "api-key" | "pay-signature" | "none";
+  /** Whose token bucket a request takes from: the API key's, the buying agent's, or none. */
+  rateLimit: "api-key" | "pay-agent" | "none";
+  /**
+   * How a served request is billed: a usage record for the key's account, a
+   * settlement with the payment provider, or not at all.
+   */
+  metering: "usage" | "settlement" | "none";
+  /**
+   * The InferenceModel route (`spec.routes`) a model must allow to be served
+   * here; null for routes that serve no model.
+   */
+  modelRoute: RouteName | null;
+  /** The `route` label of the request metrics; null: not counted. */
+  metricsName: string | null;
+}
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    gateway?: GatewayRouteConfig;
+  }
+}
+
+/** The config of routes that declare nothing: the 404 handler, the document. */
+export const PLAIN_ROUTE: GatewayRouteConfig = Object.freeze({
+  auth: "none",
+  rateLimit: "none",
+  metering: "none",
+  modelRoute: null,
+  metricsName: null,
+});
+
+/** The gateway config of the route a request matched. */
+export function routeConfigOf(request: FastifyRequest): GatewayRouteConfig {
+  return request.routeOptions.config.gateway ?? PLAIN_ROUTE;
+}

@@ -1,0 +1,83 @@
+import type { FastifyInstance, HTTPMethods } from "fastify";
+import { HttpErrors } from "../../lib/http/http-errors.js";
+import { RequestBodySchema } from "../plugins/body-admission.js";
+import type { ModelRegistry } from "../registry/registry.js";
+import { inferenceHandler, type InferenceDeps } from "./inference.handler.js";
+import { payResponsesRoute } from "./pay-responses.route.js";
+import { PLAIN_ROUTE } from "./route-config.js";
+import type { RouteSpec } from "./route-spec.js";
+import { responsesRoute } from "./responses.route.js";
+
+/** Every route of the API, in the order the OpenAPI document lists them. */
+export const ROUTES: readonly RouteSpec[] = [responsesRoute, payResponsesRoute];
+
+export interface RouteTableDeps extends InferenceDeps {
+  registry: ModelRegistry;
+}
+
+/**
+ * Registers the route table with `route()`, each route with its `config`;
+ * the hooks of the scope read that config. A model route's body is validated
+ * by the route (`RequestBodySchema`).
+ */
+export function registerRoutes(scope: FastifyInstance, deps: RouteTableDeps): void {
+  const handler = inferenceHandler(deps);
+  for (const spec of ROUTES) {
+    const { modelRoute } = spec.config;
+    scope.route({
+      method: spec.method,
+      url: spec.path,
+      config: { gateway: spec.config },
+      ...(modelRoute ? { schema: { body: new RequestBodySchema(deps.registry, modelRoute) } } : {}),
+      handler,
+    });
+  }
+}
+
+/** Methods Fastify routes that a path may be asked for; HEAD follows GET. */
+const METHODS: readonly HTTPMethods[] = [
+  "GET",
+  "HEAD",
+  "POST",
+  "PUT",
+  "PATCH",
+  "DELETE",
+  "OPTIONS",
+];
+
+/**
+ * A path the server serves, asked with a method it does not serve, is a 405
+ * with `Allow` (RFC 9110 15.5.6), not a 404: the path exists. Registered
+ * after every route of the server, from what was registered.
+ */
+export function answerOtherMethods(
+  scope: FastifyInstance,
+  served: ReadonlyMap<string, readonly HTTPMethods[]>,
+): void {
+  for (const [path, methods] of served) {
+    const allowed = methods.includes("GET") ? [...new Set([...methods, "HEAD" as const])] : methods;
+    const others = METHODS.filter((method) => !allowed.includes(method));
+    if (others.length === 0) continue;
+    const allow = allowed.join(", ");
+    scope.route({
+      method: others,
+      url: path,
+      config: { gateway: PLAIN_ROUTE },
+      handler: (request, reply) => {
+        reply.header("allow", allow);
+        throw HttpErrors.methodNotAllowed(request.method, path, allowed);
+      },
+    });
+  }
+}
+
+/** The methods each path serves, from route specs and extra routes. */
+export function servedMethods(
+  routes: ReadonlyArray<{ method: HTTPMethods; path: string }>,
+): Map<string, HTTPMethods[]> {
+  const served = new Map<string, HTTPMethods[]>();
+  for (const { method, path } of routes) {
+    served.set(path, [...(served.get(path) ?? []), method]);
+  }
+  return served;
+}
