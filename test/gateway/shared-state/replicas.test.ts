@@ -200,10 +200,18 @@ describe("two gateway replicas sharing one redis", () => {
     expect(outageLines(replicas[0]!)).toBe(1);
     expect(outageLines(replicas[1]!)).toBe(1);
 
+    // Replays are refused from this replica's memory while redis is away.
+    const raw = JSON.stringify({ ...GEN, input: "during the outage" });
+    const signed = { "pay-signature": p.sign(raw), "pay-agent-id": "agent-o" };
+    expect((await post(replicas[0]!, "/pay/v1/responses", raw, signed)).status).toBe(200);
+    expect((await post(replicas[0]!, "/pay/v1/responses", raw, signed)).status).toBe(401);
+
     await redis.start();
     await until(async () => (await metric(replicas[0]!, "modelgate_gateway_valkey_up")) === 1);
     await until(async () => (await metric(replicas[1]!, "modelgate_gateway_valkey_up")) === 1);
     expect(replicas[0]!.logLines.some((line) => line.includes("valkey is back"))).toBe(true);
+    // Redis never saw that signature; the replica that accepted it still refuses it.
+    expect((await post(replicas[0]!, "/pay/v1/responses", raw, signed)).status).toBe(401);
     // Shared again (redis restarted empty): one replica alone admits the whole L.
     const back = await send(fresh, 2 * L, () => replicas[0]!, 4);
     expect(count(back, 200)).toBe(L);
