@@ -99,7 +99,7 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
   accessLogHooks(app, deps.metrics);
   app.decorateRequest("caller", null);
   app.decorateRequest("model", null);
-  app.decorateRequest("tokenReservation", null);
+  app.decorateRequest("tokenReservations", null);
 
   // The model routes, in a scope of their own. Hooks run in the order they
   // are added within each phase, which is the order of the answers: API key

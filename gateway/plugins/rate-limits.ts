@@ -10,8 +10,9 @@ import { logFieldsOf } from "../../lib/http/log-fields.js";
 import { GatewayErrors } from "../errors.js";
 import type { GatewayMetrics } from "../metrics.js";
 import { tokenBucketLimits, type RateLimits } from "../rate-limit/limits.js";
-import type { BucketTake, LimitDecision, Limiter } from "../rate-limit/limiter.js";
-import { setRateLimitHeaders } from "../rate-limit/rate-limit-headers.js";
+import type { BucketState, BucketTake, LimitDecision, Limiter } from "../rate-limit/limiter.js";
+import { setRateLimitHeaders, type LimitUnit } from "../rate-limit/rate-limit-headers.js";
+import type { ApiKeyCaller } from "../routes/caller.js";
 import { routeConfigOf } from "../routes/route-config.js";
 import { mostTokens } from "./payment-gate.js";
 
@@ -19,8 +20,9 @@ import { mostTokens } from "./payment-gate.js";
  * Rate limits per caller, in requests and (when configured) tokens a
  * minute, from whichever limiter the gateway runs (this process's buckets,
  * or Valkey's shared by every replica). Where each check runs follows the
- * spec's order of answers: an API key's requests right after the key is
- * known (401 → 403 → 429 → 400), its tokens once the body is admitted (the
+ * spec's order of answers: an API key's requests (and its project's, when
+ * the account limits the project) right after the key is known
+ * (401 → 403 → 429 → 400), their tokens once the body is admitted (the
  * reservation needs the model and `max_output_tokens`); a buying agent's
  * both at once, after the body is judged (401 → 400 → 429 → 402). A token
  * reservation is settled with the real count as the answer leaves.
@@ -32,7 +34,7 @@ export interface RateLimitParts {
   metrics: GatewayMetrics;
 }
 
-/** Tokens reserved for a request, to settle once its usage is known. */
+/** Tokens reserved for a request in one bucket, to settle once its usage is known. */
 interface TokenReservation {
   id: string;
   limits: RateLimits;
@@ -41,8 +43,14 @@ interface TokenReservation {
 
 declare module "fastify" {
   interface FastifyRequest {
-    tokenReservation: TokenReservation | null;
+    tokenReservations: TokenReservation[] | null;
   }
+}
+
+/** One bucket of a decision, and which headers it feeds. */
+interface Bucket {
+  unit: LimitUnit;
+  take: BucketTake;
 }
 
 function refusal(
@@ -59,77 +67,108 @@ function tokensPerMinuteOf(own: RateLimits | undefined, defaults: RateLimits): n
   return own?.tokensPerMinute ?? defaults.tokensPerMinute;
 }
 
-/** The most tokens the admitted request can use, capped at the bucket (a bigger one waits for a full bucket, then owes the rest). */
-function reservationOf(request: FastifyRequest, capacity: number): number {
+/** The most tokens the admitted request can use. */
+function mostTokensOf(request: FastifyRequest): number {
   const body = request.body as {
     input: string;
     instructions?: string;
     max_output_tokens?: number | null;
   };
-  const most = mostTokens(
+  return mostTokens(
     body.input,
     body.instructions,
     body.max_output_tokens,
     request.model?.maxTokens,
   );
-  return Math.min(most, capacity);
 }
 
 /**
- * Takes the buckets (requests first, then tokens, either may be absent),
- * sets the headers of what was taken, and refuses with 429 when they lack
- * room. Records the token reservation to settle.
+ * A token bucket's take: the request's most tokens, capped at the bucket (a
+ * bigger request waits for a full bucket, then owes the rest); 0 to read the
+ * balance before the body is known.
+ */
+function tokenTake(id: string, tokensPerMinute: number, most: number): Bucket {
+  const limits = tokenBucketLimits(tokensPerMinute);
+  return { unit: "tokens", take: { id, limits, cost: Math.min(most, limits.burst) } };
+}
+
+/**
+ * Takes every bucket or none, sets the headers (for each unit, the bucket
+ * with the least left: the one the caller meets first), and refuses with
+ * 429 when one lacks room. Records the token reservations to settle.
  */
 async function decide(
   request: FastifyRequest,
   reply: FastifyReply,
   parts: RateLimitParts,
-  requests: BucketTake | null,
-  tokens: BucketTake | null,
+  buckets: readonly Bucket[],
 ): Promise<void> {
-  const takes = [requests, tokens].filter((take): take is BucketTake => take !== null);
-  const decision = await parts.limiter.take(takes);
-  let i = 0;
-  if (requests) setRateLimitHeaders(reply, "requests", decision.states[i++]!);
-  if (tokens) setRateLimitHeaders(reply, "tokens", decision.states[i]!);
+  if (buckets.length === 0) return;
+  const decision = await parts.limiter.take(buckets.map((bucket) => bucket.take));
+  const tightest = new Map<LimitUnit, BucketState>();
+  buckets.forEach((bucket, i) => {
+    const state = decision.states[i]!;
+    const held = tightest.get(bucket.unit);
+    if (!held || state.remaining < held.remaining) tightest.set(bucket.unit, state);
+  });
+  for (const [unit, state] of tightest) setRateLimitHeaders(reply, unit, state);
   if (!decision.ok) throw refusal(request, parts, decision);
-  if (tokens && tokens.cost > 0) {
-    request.tokenReservation = { id: tokens.id, limits: tokens.limits, reserved: tokens.cost };
+  for (const { unit, take } of buckets) {
+    if (unit !== "tokens" || take.cost === 0) continue;
+    (request.tokenReservations ??= []).push({
+      id: take.id,
+      limits: take.limits,
+      reserved: take.cost,
+    });
   }
+}
+
+/** The buckets of an API key's request: the key's, and its project's when the account limits it. */
+function apiKeyBuckets(caller: ApiKeyCaller, parts: RateLimitParts, most: number | null): Bucket[] {
+  const buckets: Bucket[] = [];
+  const keyTokens = tokensPerMinuteOf(caller.rateLimit, parts.defaults);
+  if (most === null) {
+    const limits = caller.rateLimit ?? parts.defaults;
+    buckets.push({
+      unit: "requests",
+      take: { id: `key:${caller.keyId}:requests`, limits, cost: 1 },
+    });
+  }
+  if (keyTokens) buckets.push(tokenTake(`key:${caller.keyId}:tokens`, keyTokens, most ?? 0));
+  const project = caller.projectRateLimit;
+  if (project && caller.project !== null) {
+    const id = `project:${caller.account}/${caller.project}`;
+    if (most === null) {
+      buckets.push({ unit: "requests", take: { id: `${id}:requests`, limits: project, cost: 1 } });
+    }
+    if (project.tokensPerMinute) {
+      buckets.push(tokenTake(`${id}:tokens`, project.tokensPerMinute, most ?? 0));
+    }
+  }
+  return buckets;
 }
 
 /**
  * `onRequest`, after the key is known: one request from the key's bucket
- * (its own limit from the keys file, or the default); its token balance is
- * read, not taken, so a 429 and a 200 both carry the token headers.
+ * (its own limit from the keys file, or the default) and from its project's
+ * when the account limits the project; the token balances are read, not
+ * taken, so a 429 and a 200 both carry the token headers.
  */
 export function limitApiKeys(parts: RateLimitParts): onRequestAsyncHookHandler {
   return async (request, reply) => {
     const caller = request.caller;
     if (routeConfigOf(request).rateLimit !== "api-key" || caller?.kind !== "api-key") return;
-    const tokensPerMinute = tokensPerMinuteOf(caller.rateLimit, parts.defaults);
-    await decide(
-      request,
-      reply,
-      parts,
-      { id: `key:${caller.keyId}:requests`, limits: caller.rateLimit ?? parts.defaults, cost: 1 },
-      tokensPerMinute
-        ? { id: `key:${caller.keyId}:tokens`, limits: tokenBucketLimits(tokensPerMinute), cost: 0 }
-        : null,
-    );
+    await decide(request, reply, parts, apiKeyBuckets(caller, parts, null));
   };
 }
 
-/** `preHandler`, after admission: the key's token reservation, when it has a token limit. */
+/** `preHandler`, after admission: the token reservations of the key and its project. */
 export function reserveApiKeyTokens(parts: RateLimitParts): preHandlerAsyncHookHandler {
   return async (request, reply) => {
     const caller = request.caller;
     if (routeConfigOf(request).rateLimit !== "api-key" || caller?.kind !== "api-key") return;
-    const tokensPerMinute = tokensPerMinuteOf(caller.rateLimit, parts.defaults);
-    if (!tokensPerMinute) return;
-    const limits = tokenBucketLimits(tokensPerMinute);
-    const cost = reservationOf(request, limits.burst);
-    await decide(request, reply, parts, null, { id: `key:${caller.keyId}:tokens`, limits, cost });
+    const buckets = apiKeyBuckets(caller, parts, mostTokensOf(request));
+    await decide(request, reply, parts, buckets);
   };
 }
 
@@ -138,21 +177,14 @@ export function limitPayAgents(parts: RateLimitParts): preHandlerAsyncHookHandle
   return async (request, reply) => {
     const caller = request.caller;
     if (routeConfigOf(request).rateLimit !== "pay-agent" || caller?.kind !== "pay") return;
+    const id = `agent:${caller.agentKey}`;
     const tokensPerMinute = parts.defaults.tokensPerMinute;
-    const tokenLimits = tokensPerMinute ? tokenBucketLimits(tokensPerMinute) : null;
-    await decide(
-      request,
-      reply,
-      parts,
-      { id: `agent:${caller.agentKey}:requests`, limits: parts.defaults, cost: 1 },
-      tokenLimits
-        ? {
-            id: `agent:${caller.agentKey}:tokens`,
-            limits: tokenLimits,
-            cost: reservationOf(request, tokenLimits.burst),
-          }
-        : null,
-    );
+    await decide(request, reply, parts, [
+      { unit: "requests", take: { id: `${id}:requests`, limits: parts.defaults, cost: 1 } },
+      ...(tokensPerMinute
+        ? [tokenTake(`${id}:tokens`, tokensPerMinute, mostTokensOf(request))]
+        : []),
+    ]);
   };
 }
 
@@ -164,17 +196,22 @@ export function limitPayAgents(parts: RateLimitParts): preHandlerAsyncHookHandle
  */
 export function settleTokens(parts: RateLimitParts): onSendAsyncHookHandler {
   return (request, reply) => {
-    const reservation = request.tokenReservation;
-    if (!reservation) return Promise.resolve();
+    const reservations = request.tokenReservations;
+    if (!reservations) return Promise.resolve();
     // Once: an error answered in its place runs this hook again.
-    request.tokenReservation = null;
+    request.tokenReservations = null;
     const usage = reply.served?.usage;
     const used = usage ? usage.inputTokens + usage.outputTokens : 0;
-    parts.limiter
-      .settle(reservation.id, reservation.limits, used - reservation.reserved)
-      .catch((error: unknown) =>
-        request.log.warn({ ...logFieldsOf(request), err: error }, "token reservation not settled"),
-      );
+    for (const reservation of reservations) {
+      parts.limiter
+        .settle(reservation.id, reservation.limits, used - reservation.reserved)
+        .catch((error: unknown) =>
+          request.log.warn(
+            { ...logFieldsOf(request), err: error },
+            "token reservation not settled",
+          ),
+        );
+    }
     return Promise.resolve();
   };
 }

@@ -180,6 +180,8 @@ describe("chart value sets", () => {
     const keysFile = KeysFileSchema.parse(parse(keys.stringData!["keys.yaml"]!));
     expect(keysFile.keys.map((k) => k.id)).toEqual(["key_ci", "key_old"]);
     expect(keysFile.accounts[0]?.projects).toEqual(["web", "batch"]);
+    expect(keysFile.accounts[0]?.projectRateLimits?.web?.tokensPerMinute).toBe(200_000);
+    expect(keysFile.keys[0]?.rateLimit?.tokensPerMinute).toBe(50_000);
 
     const pay = one<V1Secret>(objects, "Secret", "gateway-pay");
     const secrets = signingSecretsSchema.parse(parse(decode(pay, "signing-secrets.yaml")));
@@ -195,6 +197,7 @@ describe("chart value sets", () => {
         "--pay-provider-credential-file=/etc/modelgate/pay/provider-credential",
         "--pay-signing-secrets-file=/etc/modelgate/pay/signing-secrets.yaml",
         "--usage-sink-token-file=/etc/modelgate/usage-sink/token",
+        "--rate-limit-tokens-per-minute=100000",
       ]),
     );
     const mounts = container(gateway).volumeMounts?.map((m) => m.mountPath);
