@@ -29,7 +29,9 @@ export class FallbackLimiter implements Limiter {
   async take(takes: readonly BucketTake[]): Promise<LimitDecision> {
     if (this.options.connection.available) {
       try {
-        return await this.options.shared.take(takes);
+        const decision = await this.options.shared.take(takes);
+        this.options.connection.commandSucceeded();
+        return decision;
       } catch (error) {
         this.failed(error);
       }
@@ -44,6 +46,7 @@ export class FallbackLimiter implements Limiter {
     if (this.options.connection.available) {
       try {
         await this.options.shared.settle(id, limits, delta);
+        this.options.connection.commandSucceeded();
         return;
       } catch (error) {
         this.failed(error);
@@ -56,8 +59,9 @@ export class FallbackLimiter implements Limiter {
     return replicaShare(limits, this.options.replicas);
   }
 
-  /** A command that failed while the connection looked up: logged at debug, the connection logs the outage. */
+  /** A command that failed while the connection looked up: the connection reports the outage. */
   private failed(error: unknown): void {
+    this.options.connection.commandFailed(error);
     this.options.logger.debug({ err: error }, "valkey rate-limit command failed; deciding locally");
   }
 }

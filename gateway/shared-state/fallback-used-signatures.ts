@@ -25,11 +25,14 @@ export class FallbackUsedSignatures implements UsedSignatures {
     const { connection, shared, local } = this.options;
     if (connection.available) {
       try {
-        if (!(await shared.claim(id, expiresAtMs))) return false;
+        const claimed = await shared.claim(id, expiresAtMs);
+        connection.commandSucceeded();
+        if (!claimed) return false;
         // Kept here too, for an outage to come; and a signature this replica
         // accepted during an outage (so Valkey never saw it) is still a replay.
         return await local.claim(id, expiresAtMs);
       } catch (error) {
+        connection.commandFailed(error);
         this.options.logger.debug({ err: error }, "valkey claim failed; deciding locally");
       }
     }

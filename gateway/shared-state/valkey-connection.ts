@@ -23,12 +23,21 @@ export interface ValkeyConnectionOptions {
 export const DEFAULT_COMMAND_TIMEOUT_MS = 250;
 /** Reconnection attempts back off to this, so a returning server is found within a second. */
 const MAX_RECONNECT_DELAY_MS = 1_000;
+/**
+ * After a command fails on a connection that looks open (a stuck or
+ * overloaded server), requests skip Valkey this long before one tries
+ * again: a stuck server costs one request a second the command timeout,
+ * not every request.
+ */
+export const SUSPEND_AFTER_FAILURE_MS = 1_000;
 
 export class ValkeyConnection {
   readonly client: Redis;
-  private up = false;
-  private wasEverUp = false;
-  private loggedDown = false;
+  private connected = false;
+  private suspendedUntil = 0;
+  /** What was last reported (gauge, log); null before the first report. */
+  private sharing: boolean | null = null;
+  private wasEverShared = false;
   private readonly logger: Logger;
   private readonly metrics: SharedStateMetrics;
   private readonly where: string;
@@ -47,10 +56,20 @@ export class ValkeyConnection {
       retryStrategy: (attempt) => Math.min(attempt * 100, MAX_RECONNECT_DELAY_MS),
     });
     this.metrics.valkeyUp.set(0);
-    this.client.on("ready", () => this.markUp());
-    this.client.on("close", () => this.markDown("connection closed"));
+    this.client.on("ready", () => {
+      this.connected = true;
+      this.suspendedUntil = 0;
+      this.report(true);
+    });
+    this.client.on("close", () => {
+      this.connected = false;
+      this.report(false, "connection closed");
+    });
     // Without a listener an error event would throw; the state change is what matters.
-    this.client.on("error", (error: Error) => this.markDown(error.message));
+    this.client.on("error", (error: Error) => {
+      this.connected = false;
+      this.report(false, error.message);
+    });
   }
 
   /** Connects once; start-up goes on without Valkey when it is not there (the fallback serves). */
@@ -58,17 +77,29 @@ export class ValkeyConnection {
     try {
       await this.client.connect();
     } catch {
-      // Logged by markDown; the retry strategy keeps trying in the background.
+      // Reported by the error event; the retry strategy keeps trying in the background.
     }
   }
 
-  /** True while commands can be sent. */
+  /** True while commands should be sent: connected, and not suspended after a failure. */
   get available(): boolean {
-    return this.up && this.client.status === "ready";
+    return this.connected && this.client.status === "ready" && Date.now() >= this.suspendedUntil;
+  }
+
+  /** A command failed (timeout, or the connection dropped under it): decide alone for a while. */
+  commandFailed(error: unknown): void {
+    this.suspendedUntil = Date.now() + SUSPEND_AFTER_FAILURE_MS;
+    this.report(false, error instanceof Error ? error.message : String(error));
+  }
+
+  /** A command answered: shared again if a failure had suspended it. */
+  commandSucceeded(): void {
+    if (this.sharing !== true && this.connected) this.report(true);
   }
 
   async close(): Promise<void> {
     this.client.removeAllListeners("close");
+    this.client.removeAllListeners("error");
     this.client.on("error", () => {});
     try {
       await this.client.quit();
@@ -77,36 +108,25 @@ export class ValkeyConnection {
     }
   }
 
-  private markUp(): void {
-    if (this.up) return;
-    this.up = true;
-    this.metrics.valkeyUp.set(1);
-    if (this.wasEverUp) {
-      this.logger.info(
-        { valkey: this.where },
-        "valkey is back: limits and signatures are shared again",
-      );
-    } else {
-      this.logger.info(
-        { valkey: this.where },
-        "valkey connected: limits and signatures are shared",
-      );
-    }
-    this.wasEverUp = true;
-  }
-
-  /** Logged once per outage, not once per failed request or reconnection attempt. */
-  private markDown(reason: string): void {
-    const wasUp = this.up;
-    this.up = false;
-    this.metrics.valkeyUp.set(0);
-    if (wasUp || !this.loggedDown) {
-      this.loggedDown = true;
+  /** The gauge and one log line per change: not one per failed request or reconnection attempt. */
+  private report(sharing: boolean, reason?: string): void {
+    if (this.sharing === sharing) return;
+    this.sharing = sharing;
+    this.metrics.valkeyUp.set(sharing ? 1 : 0);
+    if (!sharing) {
       this.logger.warn(
         { valkey: this.where, reason },
         "valkey unreachable: rate limits fall back to this replica's share, replays are refused from this replica's memory",
       );
+      return;
     }
+    this.logger.info(
+      { valkey: this.where },
+      this.wasEverShared
+        ? "valkey is back: limits and signatures are shared again"
+        : "valkey connected: limits and signatures are shared",
+    );
+    this.wasEverShared = true;
   }
 }
 

@@ -23,6 +23,10 @@ export interface RedisServer {
   stop(): Promise<void>;
   /** Starts it again on the same port (empty: nothing was saved). */
   start(): Promise<void>;
+  /** SIGSTOP: connections stay open and nothing answers, as a stuck server. */
+  pause(): void;
+  /** SIGCONT after `pause`. */
+  resume(): void;
   /** Stops it and removes its folder. */
   close(): Promise<void>;
 }
@@ -108,7 +112,14 @@ export async function startRedisServer(): Promise<RedisServer> {
     logs,
     stop,
     start,
+    pause() {
+      child?.kill("SIGSTOP");
+    },
+    resume() {
+      child?.kill("SIGCONT");
+    },
     async close() {
+      child?.kill("SIGCONT");
       await stop();
       await rm(dir, { recursive: true, force: true });
     },

@@ -216,4 +216,35 @@ describe("two gateway replicas sharing one redis", () => {
     const back = await send(fresh, 2 * L, () => replicas[0]!, 4);
     expect(count(back, 200)).toBe(L);
   });
+
+  it("redis stuck (SIGSTOP): answers do not wait on it beyond one command timeout a second; resumed: shared again", async () => {
+    redis.pause();
+    try {
+      const slow: number[] = [];
+      const started = Date.now();
+      for (let i = 0; i < 30; i++) {
+        const t0 = performance.now();
+        const answer = await post(replicas[0]!, "/v1/responses", JSON.stringify(GEN), {
+          "x-api-key": p.keys.acme.key,
+        });
+        await answer.arrayBuffer();
+        expect([200, 429]).toContain(answer.status);
+        if (performance.now() - t0 >= 200) slow.push(i);
+      }
+      // One request per second of suspension pays the 250 ms timeout; the rest decide at once.
+      expect(slow.length).toBeGreaterThanOrEqual(1);
+      expect(slow.length).toBeLessThanOrEqual(1 + Math.ceil((Date.now() - started) / 1000));
+      expect(await metric(replicas[0]!, "modelgate_gateway_valkey_up")).toBe(0);
+    } finally {
+      redis.resume();
+    }
+    await until(async () => {
+      // A request after the suspension tries redis again, and shares once it answers.
+      const answer = await post(replicas[0]!, "/v1/responses", JSON.stringify(GEN), {
+        "x-api-key": p.keys.acme.key,
+      });
+      await answer.arrayBuffer();
+      return (await metric(replicas[0]!, "modelgate_gateway_valkey_up")) === 1;
+    });
+  });
 });
