@@ -164,6 +164,7 @@ keys
   .option("--id <id>", "key id (default: generated)")
   .option("--requests-per-minute <n>", "the key's own rate limit")
   .option("--burst <n>", "the key's own burst")
+  .option("--tokens-per-minute <n>", "the key's own token limit (with the two above)")
   .action(async (flags: Record<string, unknown>) => {
     const { runKeysCreateCommand } = await import("../gateway/auth/keys-command.js");
     process.exitCode = await runKeysCreateCommand({ ...flags, projects: flags.project });
