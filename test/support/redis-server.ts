@@ -17,6 +17,8 @@ export interface RedisServer {
   /** `redis://127.0.0.1:<port>`: stays the same across restarts. */
   url: string;
   port: number;
+  /** The running server's process id (for CPU readings); null while stopped. */
+  readonly pid: number | null;
   /** Server output, for post-mortems. */
   logs: string[];
   /** SIGKILL: connections drop at once, as when a node dies. */
@@ -109,6 +111,9 @@ export async function startRedisServer(): Promise<RedisServer> {
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
+    get pid() {
+      return child?.pid ?? null;
+    },
     logs,
     stop,
     start,
