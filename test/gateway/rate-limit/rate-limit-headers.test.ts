@@ -90,4 +90,16 @@ describe("x-ratelimit-* headers", () => {
     }
     expect(answer.headers.get("x-ratelimit-limit-requests")).toBe("100000");
   });
+
+  it("the OpenAPI document lists them on the 200 and the 429 of both routes", async () => {
+    const document = (await (await fetch(`${p.url}/openapi.json`)).json()) as {
+      paths: Record<string, { post: { responses: Record<string, { headers?: object }> } }>;
+    };
+    for (const path of ["/v1/responses", "/pay/v1/responses"]) {
+      for (const status of ["200", "429"]) {
+        const headers = Object.keys(document.paths[path]!.post.responses[status]!.headers ?? {});
+        expect(headers).toEqual(expect.arrayContaining([...REQUEST_HEADERS, ...TOKEN_HEADERS]));
+      }
+    }
+  });
 });
