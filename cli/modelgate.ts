@@ -115,6 +115,7 @@ program
   )
   .option("--valkey-url <url>", "Valkey/Redis shared by the replicas: limits, used signatures")
   .option("--valkey-password-file <file>", "the Valkey password (default: none)")
+  .option("--valkey-ca-file <pem>", "CA certificates to trust for a rediss:// Valkey")
   .option("--replicas <n>", "gateway replicas; the limits are split by it while Valkey is down")
   .option("--body-limit-bytes <n>", "largest request body")
   .option("--log-level <level>")

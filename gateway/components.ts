@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "../lib/logger.js";
 import { KeyStore } from "./auth/key-store.js";
@@ -98,6 +99,7 @@ export async function createGatewayComponents(
     valkeyPassword: config.valkeyPasswordFile
       ? readSecretFile(config.valkeyPasswordFile)
       : undefined,
+    valkeyCa: config.valkeyCaFile ? readFileSync(config.valkeyCaFile, "utf8") : undefined,
     replicas: config.replicas,
     defaults: rateLimits,
     registry: metrics.registry,

@@ -77,6 +77,8 @@ export const gatewayConfigSchema = z.object({
     .refine((url) => /^rediss?:\/\//.test(url), "must be a redis:// or rediss:// URL")
     .optional(),
   valkeyPasswordFile: z.string().min(1).optional(),
+  /** PEM CA certificates to trust for a `rediss://` Valkey (default: the system's). */
+  valkeyCaFile: z.string().min(1).optional(),
   /**
    * Gateway replicas sharing the limits: while Valkey is unreachable each
    * replica enforces the limit divided by this (docs/state.md).

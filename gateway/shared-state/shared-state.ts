@@ -30,6 +30,8 @@ export interface SharedState {
 export interface SharedStateOptions {
   valkeyUrl?: string | undefined;
   valkeyPassword?: string | undefined;
+  /** PEM CA certificates for `rediss://`. */
+  valkeyCa?: string | undefined;
   replicas: number;
   /** Limits of callers without their own (the in-process buckets' defaults). */
   defaults: RateLimits;
@@ -53,6 +55,7 @@ export async function createSharedState(options: SharedStateOptions): Promise<Sh
   const connection = new ValkeyConnection({
     url: options.valkeyUrl,
     password: options.valkeyPassword,
+    ca: options.valkeyCa,
     logger: options.logger,
     metrics,
   });

@@ -13,7 +13,9 @@ import type { SharedStateMetrics } from "./shared-state-metrics.js";
 export interface ValkeyConnectionOptions {
   url: string;
   /** From a mounted Secret; overrides a password in the URL. */
-  password?: string;
+  password?: string | undefined;
+  /** PEM CA certificates to trust for `rediss://` (default: the system's). */
+  ca?: string | undefined;
   logger: Logger;
   metrics: SharedStateMetrics;
   /** A stuck server costs a request at most this long before the fallback answers. */
@@ -46,8 +48,11 @@ export class ValkeyConnection {
     this.logger = options.logger;
     this.metrics = options.metrics;
     this.where = redactedUrl(options.url);
-    this.client = new Redis(options.url, {
+    // The client lets the URL's password win over an option: take it out of the URL.
+    const url = options.password ? withoutPassword(options.url) : options.url;
+    this.client = new Redis(url, {
       ...(options.password ? { password: options.password } : {}),
+      ...(options.ca ? { tls: { ca: options.ca } } : {}),
       lazyConnect: true,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
@@ -128,6 +133,12 @@ export class ValkeyConnection {
     );
     this.wasEverShared = true;
   }
+}
+
+function withoutPassword(url: string): string {
+  const parsed = new URL(url);
+  parsed.password = "";
+  return parsed.toString();
 }
 
 /** The URL without its password, for logs. */

@@ -40,6 +40,18 @@ export function redisServerInstalled(): boolean {
   return existsSync(REDIS_SERVER_BIN);
 }
 
+/** Whether a TCP connection to the port succeeds. */
+async function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.once("error", () => resolve(false));
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+  });
+}
+
 /** Resolves once a TCP connection to the port succeeds and the server answers PING. */
 async function answersPing(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -50,12 +62,20 @@ async function answersPing(port: number): Promise<boolean> {
     };
     socket.once("error", () => done(false));
     socket.once("connect", () => socket.write("PING\r\n"));
-    socket.once("data", (chunk) => done(chunk.toString().startsWith("+PONG")));
+    // With requirepass the answer is NOAUTH: alive all the same.
+    socket.once("data", (chunk) => done(/^(\+PONG|-NOAUTH)/.test(chunk.toString())));
     socket.setTimeout(1_000, () => done(false));
   });
 }
 
-export async function startRedisServer(): Promise<RedisServer> {
+export interface RedisServerOptions {
+  /** Clients must send this password (`requirepass`). */
+  password?: string;
+  /** Serve TLS only, with this certificate and key (PEM files); clients are not asked for one. */
+  tls?: { certFile: string; keyFile: string };
+}
+
+export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
   if (!redisServerInstalled()) {
     throw new Error(`${REDIS_SERVER_BIN} is missing: apt-get install -y redis-server`);
   }
@@ -70,8 +90,21 @@ export async function startRedisServer(): Promise<RedisServer> {
     const started = spawn(
       REDIS_SERVER_BIN,
       [
-        "--port",
-        String(port),
+        ...(options.tls
+          ? [
+              "--port",
+              "0",
+              "--tls-port",
+              String(port),
+              "--tls-cert-file",
+              options.tls.certFile,
+              "--tls-key-file",
+              options.tls.keyFile,
+              "--tls-auth-clients",
+              "no",
+            ]
+          : ["--port", String(port)]),
+        ...(options.password ? ["--requirepass", options.password] : []),
         "--bind",
         "127.0.0.1",
         "--save",
@@ -90,7 +123,8 @@ export async function startRedisServer(): Promise<RedisServer> {
     started.stderr.on("data", keep);
     exited = new Promise((resolve) => started.once("exit", () => resolve()));
     const deadline = Date.now() + 10_000;
-    while (!(await answersPing(port))) {
+    // Over TLS a plain PING cannot be read: the port accepting connections is enough.
+    while (!(await (options.tls ? accepts(port) : answersPing(port)))) {
       if (started.exitCode !== null || Date.now() > deadline) {
         started.kill("SIGKILL");
         child = null;
@@ -109,7 +143,7 @@ export async function startRedisServer(): Promise<RedisServer> {
 
   await start();
   return {
-    url: `redis://127.0.0.1:${port}`,
+    url: `${options.tls ? "rediss" : "redis"}://127.0.0.1:${port}`,
     port,
     get pid() {
       return child?.pid ?? null;
