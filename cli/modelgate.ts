@@ -109,6 +109,14 @@ program
   .option("--pay-tolerance-seconds <s>", "accepted pay-signature clock skew (default 300)")
   .option("--rate-limit-per-minute <n>", "default requests per minute per API key or agent")
   .option("--rate-limit-burst <n>", "default burst per API key or agent")
+  .option(
+    "--rate-limit-tokens-per-minute <n>",
+    "default input+output tokens per minute per API key or agent (default: none)",
+  )
+  .option("--valkey-url <url>", "Valkey/Redis shared by the replicas: limits, used signatures")
+  .option("--valkey-password-file <file>", "the Valkey password (default: none)")
+  .option("--valkey-ca-file <pem>", "CA certificates to trust for a rediss:// Valkey")
+  .option("--replicas <n>", "gateway replicas; the limits are split by it while Valkey is down")
   .option("--body-limit-bytes <n>", "largest request body")
   .option("--log-level <level>")
   .action(async (flags: Record<string, unknown>) => {
@@ -157,6 +165,7 @@ keys
   .option("--id <id>", "key id (default: generated)")
   .option("--requests-per-minute <n>", "the key's own rate limit")
   .option("--burst <n>", "the key's own burst")
+  .option("--tokens-per-minute <n>", "the key's own token limit (with the two above)")
   .action(async (flags: Record<string, unknown>) => {
     const { runKeysCreateCommand } = await import("../gateway/auth/keys-command.js");
     process.exitCode = await runKeysCreateCommand({ ...flags, projects: flags.project });

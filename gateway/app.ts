@@ -13,10 +13,17 @@ import { authenticateApiKey } from "./plugins/api-key-auth.js";
 import { admitModel, compileBodySchema, raiseBodyProblem } from "./plugins/body-admission.js";
 import { billServed, type Settlements } from "./plugins/metering.js";
 import { checkAllowance, verifyPayment, type PaymentGateParts } from "./plugins/payment-gate.js";
-import { limitApiKeys, limitPayAgents } from "./plugins/rate-limits.js";
+import {
+  limitApiKeys,
+  limitPayAgents,
+  reserveApiKeyTokens,
+  settleTokens,
+  type RateLimitParts,
+} from "./plugins/rate-limits.js";
 import { requestIdFrom, requestIdHooks } from "./plugins/request-id.js";
 import { slowClientHooks, slowClientOptions } from "./plugins/slow-clients.js";
-import type { RateLimiter } from "./rate-limit/rate-limiter.js";
+import type { RateLimits } from "./rate-limit/limits.js";
+import type { Limiter } from "./rate-limit/limiter.js";
 import type { ModelRegistry } from "./registry/registry.js";
 import { PLAIN_ROUTE } from "./routes/route-config.js";
 import { ROUTES, answerOtherMethods, registerRoutes, servedMethods } from "./routes/route-table.js";
@@ -37,7 +44,10 @@ export interface GatewayDeps {
   registry: ModelRegistry;
   upstream: Upstream;
   keys: KeyStore;
-  limiter: RateLimiter;
+  /** This process's buckets, or Valkey's shared by every replica (gateway/shared-state/). */
+  limiter: Limiter;
+  /** Limits of callers without their own: every buying agent, keys without `rateLimit`. */
+  rateLimits: RateLimits;
   meter: Meter;
   pay: PaymentDeps | null;
   metrics: GatewayMetrics;
@@ -89,6 +99,7 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
   accessLogHooks(app, deps.metrics);
   app.decorateRequest("caller", null);
   app.decorateRequest("model", null);
+  app.decorateRequest("tokenReservations", null);
 
   // The model routes, in a scope of their own. Hooks run in the order they
   // are added within each phase, which is the order of the answers: API key
@@ -104,17 +115,24 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
       metrics: deps.metrics,
       now: deps.now,
     };
+    const limits: RateLimitParts = {
+      limiter: deps.limiter,
+      defaults: deps.rateLimits,
+      metrics: deps.metrics,
+    };
     scope.setValidatorCompiler(compileBodySchema);
     scope.decorateReply("served", null);
     scope.addHook("onRequest", authenticateApiKey(deps.keys)); // 401, 403
-    scope.addHook("onRequest", limitApiKeys(deps.limiter, deps.metrics)); // 429
+    scope.addHook("onRequest", limitApiKeys(limits)); // 429 (requests)
     scope.addHook("preValidation", verifyPayment(pay)); // 401, 402 (stale), 401 (replay)
     scope.addHook("preValidation", raiseBodyProblem); // 400 (not JSON)
     // validation: the route's RequestBodySchema // 400
     scope.addHook("preHandler", admitModel);
-    scope.addHook("preHandler", limitPayAgents(deps.limiter, deps.metrics)); // 429
+    scope.addHook("preHandler", reserveApiKeyTokens(limits)); // 429 (tokens)
+    scope.addHook("preHandler", limitPayAgents(limits)); // 429
     scope.addHook("preHandler", checkAllowance(pay)); // 402
     // handler: forward to a runtime, relay its answer
+    scope.addHook("onSend", settleTokens(limits));
     scope.addHook(
       "onSend",
       billServed({

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "../lib/logger.js";
 import { KeyStore } from "./auth/key-store.js";
@@ -17,9 +18,9 @@ import {
   settlementSender,
   type SettlementRecord,
 } from "./pay/settlement.js";
-import { InProcessUsedSignatures } from "./pay/used-signatures.js";
-import { RateLimiter } from "./rate-limit/rate-limiter.js";
+import type { RateLimits } from "./rate-limit/limits.js";
 import { ModelRegistry } from "./registry/registry.js";
+import { createSharedState } from "./shared-state/shared-state.js";
 import { Upstream } from "./upstream/forward.js";
 
 /**
@@ -86,6 +87,26 @@ export async function createGatewayComponents(
   }
   closers.push(() => usageOutbox.close());
 
+  const rateLimits: RateLimits = {
+    requestsPerMinute: config.rateLimitPerMinute,
+    burst: config.rateLimitBurst,
+    ...(config.rateLimitTokensPerMinute
+      ? { tokensPerMinute: config.rateLimitTokensPerMinute }
+      : {}),
+  };
+  const shared = await createSharedState({
+    valkeyUrl: config.valkeyUrl,
+    valkeyPassword: config.valkeyPasswordFile
+      ? readSecretFile(config.valkeyPasswordFile)
+      : undefined,
+    valkeyCa: config.valkeyCaFile ? readFileSync(config.valkeyCaFile, "utf8") : undefined,
+    replicas: config.replicas,
+    defaults: rateLimits,
+    registry: metrics.registry,
+    logger,
+  });
+  closers.push(() => shared.close());
+
   let pay: PaymentDeps | null = null;
   if (config.payProviderUrl && config.paySigningSecretsFile && config.payProviderCredentialFile) {
     const client = new PaymentProviderClient({
@@ -104,12 +125,11 @@ export async function createGatewayComponents(
       logger,
     });
     await settlements.start();
-    const usedSignatures = new InProcessUsedSignatures();
-    observeUsedSignatures(metrics, usedSignatures);
+    observeUsedSignatures(metrics, shared.localSignatures);
     pay = {
       secrets: readSigningSecrets(config.paySigningSecretsFile),
       toleranceSeconds: config.payToleranceSeconds,
-      usedSignatures,
+      usedSignatures: shared.usedSignatures,
       checkAllowance: (request) => client.checkAllowance(request),
       settlements: { settle: (record) => settlements.append(record.responseId, record) },
     };
@@ -123,9 +143,6 @@ export async function createGatewayComponents(
 
   const upstream = new Upstream();
   closers.push(() => upstream.close());
-  const limiter = new RateLimiter({
-    defaults: { requestsPerMinute: config.rateLimitPerMinute, burst: config.rateLimitBurst },
-  });
 
   const registry = new ModelRegistry();
   observeRegistry(metrics, registry);
@@ -133,7 +150,8 @@ export async function createGatewayComponents(
     registry,
     upstream,
     keys,
-    limiter,
+    limiter: shared.limiter,
+    rateLimits,
     meter: new Meter({ registry: metrics.registry, outbox: usageOutbox }),
     pay,
     metrics,

@@ -64,6 +64,26 @@ export const gatewayConfigSchema = z.object({
   payToleranceSeconds: positiveInt.default(300),
   rateLimitPerMinute: positiveInt.default(600),
   rateLimitBurst: positiveInt.default(60),
+  /** Default input plus output tokens a minute per API key or agent; unset: no token limit. */
+  rateLimitTokensPerMinute: positiveInt.max(1_000_000_000).optional(),
+  /**
+   * Valkey (or Redis) shared by every replica: rate limits and used payment
+   * signatures (`redis://host:6379`, `rediss://` for TLS). Unset: this
+   * process's memory, right for one replica. The password comes from
+   * `valkeyPasswordFile`, never the URL of a flag.
+   */
+  valkeyUrl: z
+    .url()
+    .refine((url) => /^rediss?:\/\//.test(url), "must be a redis:// or rediss:// URL")
+    .optional(),
+  valkeyPasswordFile: z.string().min(1).optional(),
+  /** PEM CA certificates to trust for a `rediss://` Valkey (default: the system's). */
+  valkeyCaFile: z.string().min(1).optional(),
+  /**
+   * Gateway replicas sharing the limits: while Valkey is unreachable each
+   * replica enforces the limit divided by this (docs/state.md).
+   */
+  replicas: positiveInt.max(1000).default(1),
   bodyLimitBytes: positiveInt.default(1024 * 1024),
   logLevel: z.string().default("info"),
 });

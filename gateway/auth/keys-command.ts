@@ -15,7 +15,7 @@ export interface KeysCreateOptions {
   projects?: string[];
   /** Key id; default `key_<16 base62>`. */
   id?: string;
-  rateLimit?: { requestsPerMinute: number; burst: number };
+  rateLimit?: { requestsPerMinute: number; burst: number; tokensPerMinute?: number };
   description?: string;
   /** `yaml` (default): the key and a YAML entry, for people. `json`: one JSON line, for scripts. */
   format?: "yaml" | "json";
@@ -73,6 +73,7 @@ export function runKeysCreate(options: KeysCreateOptions): KeysCreateResult {
  *     .requiredOption("--account <id>")
  *     .option("--project <id>", "...", collect, [])
  *     .option("--id <id>").option("--requests-per-minute <n>").option("--burst <n>")
+ *     .option("--tokens-per-minute <n>")
  *     .option("--description <text>").option("--format <yaml|json>")
  *     .action(async (flags) => { process.exitCode = await runKeysCreateCommand(flags); });
  *
@@ -86,8 +87,12 @@ export function runKeysCreateCommand(
   try {
     const rpm = optionalNumber(flags.requestsPerMinute, "--requests-per-minute");
     const burst = optionalNumber(flags.burst, "--burst");
+    const tokens = optionalNumber(flags.tokensPerMinute, "--tokens-per-minute");
     if ((rpm === undefined) !== (burst === undefined)) {
       throw new Error("--requests-per-minute and --burst go together");
+    }
+    if (tokens !== undefined && rpm === undefined) {
+      throw new Error("--tokens-per-minute needs --requests-per-minute and --burst");
     }
     const format = flags.format ?? "yaml";
     if (format !== "yaml" && format !== "json") throw new Error("--format is yaml or json");
@@ -99,7 +104,13 @@ export function runKeysCreateCommand(
       ...(projects ? { projects } : {}),
       ...(typeof flags.id === "string" ? { id: flags.id } : {}),
       ...(rpm !== undefined && burst !== undefined
-        ? { rateLimit: { requestsPerMinute: rpm, burst } }
+        ? {
+            rateLimit: {
+              requestsPerMinute: rpm,
+              burst,
+              ...(tokens !== undefined ? { tokensPerMinute: tokens } : {}),
+            },
+          }
         : {}),
       ...(typeof flags.description === "string" ? { description: flags.description } : {}),
       ...(io.out ? { out: io.out } : {}),

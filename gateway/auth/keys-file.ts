@@ -19,6 +19,12 @@ const AccountSchema = z
   .object({
     id: Id,
     projects: z.array(Id).default([]),
+    /**
+     * Limits of a project, shared by every key of the account that names it
+     * in x-project-id (on top of each key's own). A project without one has
+     * no limit of its own.
+     */
+    projectRateLimits: z.record(Id, RateLimitsSchema).optional(),
     description: z.string().optional(),
   })
   .strict();
@@ -53,6 +59,8 @@ export interface AuthenticatedKey {
   readonly account: string;
   readonly projects: readonly string[];
   readonly rateLimit?: RateLimits;
+  /** The account's per-project limits, by project id. */
+  readonly projectRateLimits?: ReadonlyMap<string, RateLimits>;
 }
 
 export interface StoredKey {
@@ -102,9 +110,24 @@ export function parseKeysFile(text: string, source = "keys file"): KeySnapshot {
 export function compileKeysFile(file: KeysFile, source = "keys file"): KeySnapshot {
   const issues: string[] = [];
   const accounts = new Map<string, ReadonlySet<string>>();
+  const projectLimits = new Map<string, ReadonlyMap<string, RateLimits>>();
   file.accounts.forEach((account, index) => {
-    if (accounts.has(account.id)) issues.push(`accounts[${index}] "${account.id}": duplicate id`);
+    const name = `accounts[${index}] "${account.id}"`;
+    if (accounts.has(account.id)) issues.push(`${name}: duplicate id`);
     else accounts.set(account.id, new Set(account.projects));
+    const limits = Object.entries(account.projectRateLimits ?? {});
+    const unlisted = limits.filter(([project]) => !account.projects.includes(project));
+    if (unlisted.length > 0) {
+      issues.push(
+        `${name}.projectRateLimits: ${unlisted.map(([p]) => `"${p}"`).join(", ")} not in the account's projects`,
+      );
+    }
+    if (limits.length > 0 && !projectLimits.has(account.id)) {
+      projectLimits.set(
+        account.id,
+        new Map(limits.map(([project, limit]) => [project, Object.freeze({ ...limit })])),
+      );
+    }
   });
 
   const ids = new Set<string>();
@@ -132,6 +155,9 @@ export function compileKeysFile(file: KeysFile, source = "keys file"): KeySnapsh
       account: entry.account,
       projects: Object.freeze([...(entry.projects ?? allowed)]),
       ...(entry.rateLimit ? { rateLimit: Object.freeze({ ...entry.rateLimit }) } : {}),
+      ...(projectLimits.has(entry.account)
+        ? { projectRateLimits: projectLimits.get(entry.account)! }
+        : {}),
     });
     byHash.set(hex, {
       key,

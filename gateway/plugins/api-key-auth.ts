@@ -25,12 +25,14 @@ export function authenticateApiKey(keys: KeyStore): onRequestHookHandler {
     request.logFields = { keyId: key.id, account: key.account };
     const decision = keys.authorizeProject(key, request.headers["x-project-id"]);
     if (!decision.ok) return done(GatewayErrors.projectForbidden());
+    const project = decision.project ?? null;
     request.caller = {
       kind: "api-key",
       keyId: key.id,
       account: key.account,
-      project: decision.project ?? null,
+      project,
       rateLimit: key.rateLimit,
+      projectRateLimit: project === null ? undefined : key.projectRateLimits?.get(project),
     };
     done();
   };

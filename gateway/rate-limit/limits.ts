@@ -11,6 +11,12 @@ export const RateLimitsSchema = z
   .object({
     requestsPerMinute: z.number().positive().max(1_000_000),
     burst: z.number().int().positive().max(1_000_000),
+    /**
+     * Input plus output tokens a minute, also the bucket's capacity. A
+     * request reserves its most tokens before it is forwarded and settles
+     * the count it used after. Absent: no token limit.
+     */
+    tokensPerMinute: z.number().int().positive().max(1_000_000_000).optional(),
   })
   .strict();
 
@@ -28,4 +34,22 @@ export const DEFAULT_RATE_LIMITS: RateLimits = Object.freeze({
 
 export function sameLimits(a: RateLimits, b: RateLimits): boolean {
   return a.requestsPerMinute === b.requestsPerMinute && a.burst === b.burst;
+}
+
+/** The token bucket of a limit with `tokensPerMinute`: a minute's worth at most. */
+export function tokenBucketLimits(tokensPerMinute: number): RateLimits {
+  return { requestsPerMinute: tokensPerMinute, burst: tokensPerMinute };
+}
+
+/**
+ * One replica's share when the buckets cannot be shared (Valkey down): the
+ * rate and the burst divided by the replica count, never below one unit, so
+ * that the replicas together admit about the shared limit.
+ */
+export function replicaShare(limits: RateLimits, replicas: number): RateLimits {
+  if (replicas <= 1) return limits;
+  return {
+    requestsPerMinute: limits.requestsPerMinute / replicas,
+    burst: Math.max(1, Math.floor(limits.burst / replicas)),
+  };
 }

@@ -1,5 +1,6 @@
 import { DEFAULT_RATE_LIMITS, sameLimits, type RateLimits } from "./limits.js";
-import { TokenBucket, type TakeResult } from "./token-bucket.js";
+import type { BucketState, BucketTake, LimitDecision, Limiter } from "./limiter.js";
+import { retryAfterSeconds, TokenBucket, type TakeResult } from "./token-bucket.js";
 
 export interface RateLimiterOptions {
   /** Limits for an identity that has no override. */
@@ -52,18 +53,41 @@ export class RateLimiter {
    */
   check(identity: string, limits?: RateLimits, cost = 1): TakeResult {
     const now = this.now();
-    const wanted = limits ?? this.defaults;
-    let bucket = this.buckets.get(identity);
-    if (bucket) {
-      this.buckets.delete(identity);
-      if (!sameLimits(bucket.limits, wanted)) bucket.setLimits(wanted, now);
-    } else {
-      bucket = new TokenBucket(wanted, now);
-    }
-    this.buckets.set(identity, bucket);
-    const result = bucket.take(now, cost);
+    const result = this.bucketOf(identity, limits ?? this.defaults, now).take(now, cost);
     this.sweep(now);
     return result;
+  }
+
+  /**
+   * Every bucket's cost, or none (see `Limiter.take`): the balances are
+   * read first, and taken only when all of them have room.
+   */
+  takeAll(takes: readonly BucketTake[]): LimitDecision {
+    const now = this.now();
+    const buckets = takes.map((take) => this.bucketOf(take.id, take.limits, now));
+    let waitSeconds = 0;
+    buckets.forEach((bucket, i) => {
+      const { cost, limits } = takes[i]!;
+      const missing = Math.min(cost, limits.burst) - bucket.available(now);
+      if (bucket.available(now) < cost) {
+        waitSeconds = Math.max(waitSeconds, retryAfterSeconds(missing, limits));
+      }
+    });
+    const ok = waitSeconds === 0;
+    if (ok) buckets.forEach((bucket, i) => bucket.take(now, takes[i]!.cost));
+    const states = buckets.map((bucket): BucketState => ({
+      limit: bucket.limits.burst,
+      remaining: Math.max(0, Math.floor(bucket.available(now))),
+      resetMs: bucket.msToFull(now),
+    }));
+    this.sweep(now);
+    return ok ? { ok, states } : { ok, retryAfterSeconds: waitSeconds, states };
+  }
+
+  /** Settles a reservation (see `Limiter.settle`). */
+  settle(identity: string, limits: RateLimits, delta: number): void {
+    const now = this.now();
+    this.bucketOf(identity, limits, now).settle(now, delta);
   }
 
   /** One request from the identity's bucket: `check` with cost 1. */
@@ -89,6 +113,19 @@ export class RateLimiter {
     return evicted;
   }
 
+  /** The identity's bucket, made most recently used, with `limits` applied. */
+  private bucketOf(identity: string, wanted: RateLimits, now: number): TokenBucket {
+    let bucket = this.buckets.get(identity);
+    if (bucket) {
+      this.buckets.delete(identity);
+      if (!sameLimits(bucket.limits, wanted)) bucket.setLimits(wanted, now);
+    } else {
+      bucket = new TokenBucket(wanted, now);
+    }
+    this.buckets.set(identity, bucket);
+    return bucket;
+  }
+
   private sweep(now: number): void {
     while (this.buckets.size > this.maxBuckets) {
       const oldest = this.buckets.keys().next();
@@ -101,5 +138,19 @@ export class RateLimiter {
       looked += 1;
       if (bucket.isFull(now)) this.buckets.delete(identity);
     }
+  }
+}
+
+/** The limiter of one replica without Valkey: this process's buckets, behind the shared interface. */
+export class InProcessLimiter implements Limiter {
+  constructor(readonly buckets: RateLimiter = new RateLimiter()) {}
+
+  take(takes: readonly BucketTake[]): Promise<LimitDecision> {
+    return Promise.resolve(this.buckets.takeAll(takes));
+  }
+
+  settle(id: string, limits: RateLimits, delta: number): Promise<void> {
+    this.buckets.settle(id, limits, delta);
+    return Promise.resolve();
   }
 }

@@ -52,6 +52,23 @@ export class TokenBucket {
   }
 
   /**
+   * Settles a reservation after the fact: a positive `delta` takes more
+   * (the request used more than it reserved; the balance may go below zero,
+   * a debt later requests wait out), a negative one gives back what was not
+   * used, never above the burst.
+   */
+  settle(now: number, delta: number): void {
+    this.refill(now);
+    this.tokens = Math.min(this.limitsValue.burst, this.tokens - delta);
+  }
+
+  /** Milliseconds until the bucket is full again: the `x-ratelimit-reset-*` header. */
+  msToFull(now: number): number {
+    const missing = this.limitsValue.burst - this.available(now);
+    return missing <= 0 ? 0 : Math.ceil(missing / (this.limitsValue.requestsPerMinute / 60_000));
+  }
+
+  /**
    * True when the bucket has refilled completely: it is then the same as a
    * fresh one, so forgetting it changes no decision. The limiter evicts such
    * buckets to bound its memory.

@@ -17,6 +17,8 @@ export interface ApiKeyCaller {
   readonly project: string | null;
   /** The key's own rate limit, when the keys file sets one. */
   readonly rateLimit: RateLimits | undefined;
+  /** The limit of the project the request is scoped to, when the account sets one. */
+  readonly projectRateLimit: RateLimits | undefined;
 }
 
 export interface PayCaller {

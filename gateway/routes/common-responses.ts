@@ -23,6 +23,31 @@ export const RETRY_AFTER: HeaderSpec = {
   description: "Seconds to wait before retrying.",
 };
 
+/**
+ * The OpenAI API's rate-limit headers (docs/api-keys.md): on answers and
+ * 429s of a rate-limited caller; the `-tokens` ones only when a token limit
+ * applies.
+ */
+export const RATE_LIMIT_HEADERS: HeaderSpec[] = (["requests", "tokens"] as const).flatMap(
+  (unit) => [
+    {
+      name: `x-ratelimit-limit-${unit}`,
+      required: false,
+      description: `The ${unit} the caller's bucket holds when full.`,
+    },
+    {
+      name: `x-ratelimit-remaining-${unit}`,
+      required: false,
+      description: `The ${unit} left in the caller's bucket after this request.`,
+    },
+    {
+      name: `x-ratelimit-reset-${unit}`,
+      required: false,
+      description: `How long until the bucket is full again, as a duration (\`1s\`, \`250ms\`, \`6m0s\`).`,
+    },
+  ],
+);
+
 export const classifierResultSchema = z
   .record(z.string(), z.number().min(0).max(1))
   .describe("Zero-shot classifier result: one independent confidence score per candidate label");
@@ -31,7 +56,7 @@ export const success: ResponseSpec = {
   description:
     "A Responses object (general models) or the label-to-score object (zero-shot classifiers)",
   schema: z.union([responsesResponseSchema, classifierResultSchema]),
-  headers: [REQUEST_ID, INFERENCE_TYPE],
+  headers: [REQUEST_ID, INFERENCE_TYPE, ...RATE_LIMIT_HEADERS],
 };
 
 const failedEnvelope = (description: string): ResponseSpec => ({
@@ -58,7 +83,7 @@ export const sharedErrors: Record<number, ResponseSpec> = {
   420: failedEnvelope(
     "Input tokens exceed the model's maxTokens and the model errors instead of truncating",
   ),
-  429: envelope("Rate limited, or the model's queue is full", [RETRY_AFTER]),
+  429: envelope("Rate limited, or the model's queue is full", [RETRY_AFTER, ...RATE_LIMIT_HEADERS]),
   500: {
     description: "Unexpected server error",
     schema: internalErrorSchema,

@@ -1,7 +1,13 @@
 import { z } from "zod";
 import { errorEnvelopeSchema } from "../../api/error-envelope.js";
 import { PAY_USAGE_HEADER } from "../pay/pay-usage.js";
-import { INFERENCE_TYPE, REQUEST_ID, sharedErrors, success } from "./common-responses.js";
+import {
+  INFERENCE_TYPE,
+  RATE_LIMIT_HEADERS,
+  REQUEST_ID,
+  sharedErrors,
+  success,
+} from "./common-responses.js";
 import type { HeaderSpec, RouteSpec } from "./route-spec.js";
 
 const PAY_USAGE: HeaderSpec = {
@@ -47,7 +53,7 @@ export const payResponsesRoute: RouteSpec = {
     REQUEST_ID,
   ],
   responses: {
-    200: { ...success, headers: [REQUEST_ID, INFERENCE_TYPE, PAY_USAGE] },
+    200: { ...success, headers: [REQUEST_ID, INFERENCE_TYPE, PAY_USAGE, ...RATE_LIMIT_HEADERS] },
     ...sharedErrors,
     401: {
       description:

@@ -139,6 +139,25 @@ describe("chart value sets", () => {
     });
     const pdb = one<V1PodDisruptionBudget>(objects, "PodDisruptionBudget", "gateway");
     expect(pdb.spec).toEqual({ minAvailable: "50%", selector: { matchLabels: selector } });
+    // Limits shared through Valkey; while it is away, split by the autoscaler's minimum.
+    expect(argsOf(gateway)).toEqual(
+      expect.arrayContaining([
+        "--replicas=3",
+        "--valkey-password-file=/etc/modelgate/valkey/password",
+      ]),
+    );
+    expect(argsOf(gateway).some((a) => a.startsWith("--valkey-ca-file"))).toBe(false);
+    expect(container(gateway).env).toEqual([
+      {
+        name: "MODELGATE_VALKEY_URL",
+        valueFrom: { secretKeyRef: { name: "acme-valkey", key: "url" } },
+      },
+    ]);
+    expect(container(gateway).volumeMounts).toContainEqual({
+      name: "valkey",
+      mountPath: "/etc/modelgate/valkey",
+      readOnly: true,
+    });
   });
 
   it("existing secrets: no Secret is created, and each is mounted or referenced by its name and key", async () => {
@@ -153,10 +172,17 @@ describe("chart value sets", () => {
         "--pay-tolerance-seconds=120",
         "--usage-sink-url=https://usage.acme.test/v1/records",
         "--usage-sink-token-file=/etc/modelgate/usage-sink/bearer",
+        "--replicas=4",
+        "--valkey-password-file=/etc/modelgate/valkey/valkey-password",
+        "--valkey-ca-file=/etc/modelgate/valkey/ca.pem",
       ]),
     );
     expect(argsOf(gateway).some((a) => a.startsWith("--pay-provider-url"))).toBe(false);
     expect(container(gateway).env).toEqual([
+      {
+        name: "MODELGATE_VALKEY_URL",
+        valueFrom: { secretKeyRef: { name: "acme-valkey", key: "valkey-url" } },
+      },
       {
         name: "MODELGATE_PAY_PROVIDER_URL",
         valueFrom: { secretKeyRef: { name: "acme-modelgate-pay", key: "url" } },
@@ -169,6 +195,7 @@ describe("chart value sets", () => {
       ["keys", "acme-modelgate-keys"],
       ["pay", "acme-modelgate-pay"],
       ["usage-sink", "acme-usage-sink"],
+      ["valkey", "acme-valkey"],
     ]);
     // Secrets the chart does not render cannot be hashed: no checksum annotation.
     expect(gateway.spec?.template.metadata?.annotations).toBeUndefined();
@@ -180,6 +207,8 @@ describe("chart value sets", () => {
     const keysFile = KeysFileSchema.parse(parse(keys.stringData!["keys.yaml"]!));
     expect(keysFile.keys.map((k) => k.id)).toEqual(["key_ci", "key_old"]);
     expect(keysFile.accounts[0]?.projects).toEqual(["web", "batch"]);
+    expect(keysFile.accounts[0]?.projectRateLimits?.web?.tokensPerMinute).toBe(200_000);
+    expect(keysFile.keys[0]?.rateLimit?.tokensPerMinute).toBe(50_000);
 
     const pay = one<V1Secret>(objects, "Secret", "gateway-pay");
     const secrets = signingSecretsSchema.parse(parse(decode(pay, "signing-secrets.yaml")));
@@ -195,6 +224,7 @@ describe("chart value sets", () => {
         "--pay-provider-credential-file=/etc/modelgate/pay/provider-credential",
         "--pay-signing-secrets-file=/etc/modelgate/pay/signing-secrets.yaml",
         "--usage-sink-token-file=/etc/modelgate/usage-sink/token",
+        "--rate-limit-tokens-per-minute=100000",
       ]),
     );
     const mounts = container(gateway).volumeMounts?.map((m) => m.mountPath);

@@ -3,12 +3,15 @@
  * is known before it starts: about 5 minutes in full, about 30 s with
  * `--quick`. Flags: --quick, --profile (CPU profile of the stand-in suite's
  * gateway child, summarised at the end), --log-level L (the gateway's; its
- * default "info" writes two JSON lines per request, as in production).
+ * default "info" writes two JSON lines per request, as in production),
+ * --valkey (each suite again with its gateway on a real redis-server).
  */
 export interface GatewayBenchPlan {
   quick: boolean;
   profile: boolean;
   logLevel: string;
+  /** Also run each suite with its gateway's limits and signatures in a real redis-server (`--valkey`). */
+  valkey: boolean;
   /** Hard stop for the whole run; a watchdog ends the process past it. */
   deadlineMs: number;
   clients: number[];
@@ -35,6 +38,7 @@ function flagValue(args: readonly string[], name: string): string | undefined {
 
 export function planFrom(args: readonly string[]): GatewayBenchPlan {
   const quick = args.includes("--quick");
+  const valkey = args.includes("--valkey");
   const logLevel = flagValue(args, "--log-level") ?? "info";
   if (!/^(fatal|error|warn|info|debug|trace|silent)$/.test(logLevel)) {
     throw new Error("--log-level takes fatal, error, warn, info, debug, trace or silent");
@@ -43,7 +47,9 @@ export function planFrom(args: readonly string[]): GatewayBenchPlan {
     quick,
     profile: args.includes("--profile"),
     logLevel,
-    deadlineMs: quick ? 40_000 : 420_000,
+    valkey,
+    // The Valkey suites about double the measuring.
+    deadlineMs: (quick ? 40_000 : 420_000) * (valkey ? 2 : 1),
     clients: [1, 16, 64],
     pointMs: quick ? 600 : 3_000,
     rounds: quick ? 1 : 3,

@@ -42,10 +42,17 @@ function cpu(side: Side): string {
     .join(" ");
 }
 
-/** The gateway's CPU per request, background work (usage and settlement delivery) included. */
+/**
+ * The gateway's CPU per request, background work (usage and settlement
+ * delivery) included; and Valkey's, when the suite has one.
+ */
 function perRequest(side: Side): string {
   const ms = side.cpuMsPerRequest.gateway;
-  return ms === undefined ? "" : `; gateway ${ms.toFixed(3)} ms cpu/request`;
+  const valkey = side.cpuMsPerRequest.valkey;
+  return (
+    (ms === undefined ? "" : `; gateway ${ms.toFixed(3)} ms cpu/request`) +
+    (valkey === undefined ? "" : `; valkey ${valkey.toFixed(3)} ms cpu/request`)
+  );
 }
 
 const SUITE_TITLES: Record<string, string> = {
@@ -53,6 +60,10 @@ const SUITE_TITLES: Record<string, string> = {
     "stand-in runtime (fixed answer, no model: the gateway's raw cost per request; informative)",
   "tiny-nli":
     "real runtime, tiny-nli, 1 label, short input, batching off, 1 ORT thread (the targets apply to its pinned rows)",
+  "stand-in+valkey":
+    "stand-in runtime, the gateway's rate limits in a real redis-server (--valkey-url; informative)",
+  "tiny-nli+valkey":
+    "real runtime, tiny-nli, the gateway's rate limits in a real redis-server (--valkey-url; the targets apply to its pinned rows)",
 };
 
 /** The final table: figures and ratios of this one run, and PASS/MISS per target. */
@@ -82,7 +93,9 @@ export function renderReport(
     lines.push("", SUITE_TITLES[suite] ?? suite);
     const targetVariant = context.pinned ? "pinned" : "shared";
     for (const p of points.filter((q) => q.suite === suite)) {
-      const isTarget = suite === TARGET_SUITE && p.variant === targetVariant;
+      const isTarget =
+        (suite === TARGET_SUITE || suite === `${TARGET_SUITE}+valkey`) &&
+        p.variant === targetVariant;
       const added = p.gateway.p50Ms - p.direct.p50Ms;
       const kept = ratio(p.gateway.requestsPerSecond, p.direct.requestsPerSecond);
       const addedCell = `+p50 ${added.toFixed(3)} ms${isTarget ? ` (<${TARGETS.addedP50Ms}) ${verdict(added < TARGETS.addedP50Ms)}` : ""}`;

@@ -1,4 +1,4 @@
-// `npm run bench:gateway [-- --quick] [-- --profile] [-- --log-level L]`:
+// `npm run bench:gateway [-- --quick] [-- --profile] [-- --log-level L] [-- --valkey]`:
 // requests per second and p50/p99 latency through the gateway against the
 // same runtime called directly, at 1, 16 and 64 clients. Two runtimes: a
 // stand-in that answers at once (the gateway's own cost; the targets apply)
@@ -15,13 +15,15 @@ import type { Child } from "./child-process.js";
 import type { LoadRequest } from "../support/closed-loop.js";
 import { compareSuite, type ComparePoint, type Suite } from "./compare.js";
 import { pinning, type Pinning } from "./cpu-affinity.js";
-import { writeGatewayFiles } from "./gateway-files.js";
+import { writeGatewayFiles, type GatewaySetup } from "./gateway-files.js";
 import { measurePay, PAY_REQUESTS_PER_RUN, payRequests, type PayPoint } from "./pay-route.js";
 import { planFrom } from "./plan.js";
 import * as start from "./processes.js";
 import { profileLines } from "./profile.js";
 import { renderReport } from "./report.js";
 import { startRun } from "../support/run-clock.js";
+import { startRedisServer, type RedisServer } from "../../support/redis-server.js";
+import { processCpuSeconds } from "./child-process.js";
 
 const plan = planFrom(process.argv.slice(2));
 const { log, elapsedSeconds } = startRun(plan.deadlineMs);
@@ -69,6 +71,51 @@ async function usageCount(sink: Child): Promise<number | null> {
   }
 }
 
+/**
+ * The throwaway redis-server of `--valkey`, watched as the suite's "valkey"
+ * process: its CPU share and CPU per request are reported beside the
+ * gateway's.
+ */
+function valkeyChild(server: RedisServer): Child {
+  const pid = server.pid;
+  if (pid === null) throw new Error("redis-server is not running");
+  return {
+    name: "valkey",
+    url: server.url,
+    pid,
+    cpuSeconds: () => processCpuSeconds(pid),
+    stop: () => server.close(),
+  };
+}
+
+/**
+ * With `--valkey`, the suite again through a second gateway whose limits and
+ * used signatures live in a fresh redis-server (same runtime, same sink).
+ */
+async function valkeySuite(suite: Suite, setup: GatewaySetup): Promise<void> {
+  const server = await startRedisServer();
+  const valkey = valkeyChild(server);
+  running.push(valkey);
+  const gateway = await start.startGateway(
+    { ...setup, flags: { ...setup.flags, valkeyUrl: server.url } },
+    null,
+  );
+  running.unshift(gateway);
+  log(`${suite.name}+valkey suite: gateway ${gateway.url} on ${server.url} ready`);
+  const withValkey: Suite = {
+    ...suite,
+    name: `${suite.name}+valkey`,
+    gateway,
+    others: [...suite.others, valkey],
+  };
+  points.push(...(await compareSuite(plan, withValkey, "shared", log)));
+  if (pin) points.push(...(await pinnedRun(pin, withValkey)));
+  await gateway.stop();
+  running.splice(running.indexOf(gateway), 1);
+  await valkey.stop();
+  running.splice(running.indexOf(valkey), 1);
+}
+
 const loadBefore = loadavg()[0]!;
 const points: ComparePoint[] = [];
 let pay: PayPoint[] = [];
@@ -112,6 +159,7 @@ try {
     log,
   );
   usageRecords = await usageCount(sink);
+  if (plan.valkey) await valkeySuite(standIn, setup);
   // The gateway first, so it never sees its runtime, sink or provider go.
   for (const child of running.splice(0)) await child.stop();
 
@@ -141,6 +189,7 @@ try {
   };
   points.push(...(await compareSuite(plan, real, "shared", log)));
   if (pin) points.push(...(await pinnedRun(pin, real)));
+  if (plan.valkey) await valkeySuite(real, nliSetup);
 } finally {
   for (const child of running.splice(0)) await child.stop();
   for (const dir of folders) await rm(dir, { recursive: true, force: true });

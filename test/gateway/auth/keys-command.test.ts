@@ -73,6 +73,23 @@ describe("modelgate keys create", () => {
     expect(ok.text()).toContain("projects:");
     expect(ok.text()).toContain("requestsPerMinute: 120");
 
+    const tokens = sink();
+    expect(
+      await runKeysCreateCommand(
+        { account: "acme", requestsPerMinute: "120", burst: "10", tokensPerMinute: "5000" },
+        { out: tokens.out },
+      ),
+    ).toBe(0);
+    expect(tokens.text()).toContain("tokensPerMinute: 5000");
+    const alone = sink();
+    expect(
+      await runKeysCreateCommand(
+        { account: "acme", tokensPerMinute: "5000" },
+        { out: ok.out, err: alone.out },
+      ),
+    ).toBe(2);
+    expect(alone.text()).toContain("--tokens-per-minute needs");
+
     const bad = sink();
     expect(
       await runKeysCreateCommand({ account: "bad account!" }, { out: ok.out, err: bad.out }),

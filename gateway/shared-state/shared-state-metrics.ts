@@ -1,0 +1,26 @@
+import { Counter, Gauge, type Registry } from "prom-client";
+
+/** Whether the shared counters are shared right now, and how often this replica decided alone. */
+export interface SharedStateMetrics {
+  /** 1 while the Valkey connection is ready, 0 while the fallback serves. */
+  valkeyUp: Gauge;
+  /** Decisions taken from this replica's memory because Valkey could not answer. */
+  fallbacks: Counter<"kind">;
+}
+
+export function sharedStateMetrics(registry: Registry): SharedStateMetrics {
+  const registers = [registry];
+  return {
+    valkeyUp: new Gauge({
+      name: "modelgate_gateway_valkey_up",
+      help: "1 while Valkey answers (rate limits and used signatures shared by every replica), 0 while this replica decides alone",
+      registers,
+    }),
+    fallbacks: new Counter({
+      name: "modelgate_gateway_valkey_fallbacks_total",
+      help: "Rate-limit checks and signature claims decided from this replica's memory because Valkey could not answer",
+      labelNames: ["kind"],
+      registers,
+    }),
+  };
+}
