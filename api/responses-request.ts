@@ -147,14 +147,8 @@ const commonShape = {
   multilingual: z.boolean().optional(),
   metadata: metadataSchema.optional(),
   text: z.looseObject({ format: textFormatSchema.optional() }).optional(),
-  // The OpenAI clients send `stream`; a stream is not something this API
-  // answers with yet, so asking for one is refused instead of ignored.
-  stream: z
-    .literal([false], {
-      error: "streaming is not supported; omit `stream` or set it to false",
-    })
-    .nullable()
-    .optional(),
+  // True answers text/event-stream with the Responses API's events (api/stream-events.ts).
+  stream: z.boolean().nullable().optional(),
 };
 
 /** Text generation: the general ResponsesRequest. */
@@ -189,6 +183,13 @@ export const classificationRequestSchema = z
       .union([z.array(singleLabel).max(CLASSIFIER_CATEGORIES_MAX), z.tuple([labelList])], {
         error: LABELS_HELP,
       })
+      .optional(),
+    // A classifier's answer is one object, known all at once: there is nothing to stream.
+    stream: z
+      .literal([false], {
+        error: "a zero-shot classifier answers in one piece; omit `stream` or set it to false",
+      })
+      .nullable()
       .optional(),
   })
   .and(

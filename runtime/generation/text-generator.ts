@@ -8,6 +8,8 @@ import type { DecoderIO } from "./decoder-io.js";
 import { generate, type DecodeJob, type Generated } from "./generate.js";
 import type { PromptBuilder } from "./prompt.js";
 import { chooseSampler } from "./sampler.js";
+import type { StopReason } from "./stopping.js";
+import { TokenText } from "./token-stream.js";
 
 /** A request turned into prompt ids, within the token limit. */
 export interface PreparedGeneration {
@@ -26,6 +28,7 @@ export interface GenerationOutcome {
   inputTokens: number;
   outputTokens: number;
   incomplete: boolean;
+  stopReason: StopReason;
   firstTokenMs: number;
 }
 
@@ -84,12 +87,22 @@ export class TextGenerator {
   }
 
   /** The decode loop's view of a prepared request. */
-  job(prepared: PreparedGeneration, random: () => number): DecodeJob {
+  job(
+    prepared: PreparedGeneration,
+    random: () => number,
+    onToken?: (id: number) => void,
+  ): DecodeJob {
     return {
       promptIds: prepared.promptIds,
       maxNewTokens: prepared.maxNewTokens,
       sampler: chooseSampler({ temperature: prepared.temperature, topP: prepared.topP }, random),
+      onToken,
     };
+  }
+
+  /** Text out of tokens as they come, for one streamed sequence. */
+  textStream(): TokenText {
+    return new TokenText((ids) => this.tokenizer.decode(ids));
   }
 
   outcome(prepared: PreparedGeneration, result: Generated): GenerationOutcome {
@@ -99,6 +112,7 @@ export class TextGenerator {
       inputTokens: prepared.promptIds.length,
       outputTokens: result.ids.length,
       incomplete: result.stopReason !== "eos",
+      stopReason: result.stopReason,
       firstTokenMs: result.firstTokenMs,
     };
   }

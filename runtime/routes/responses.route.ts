@@ -5,9 +5,12 @@ import { jsonBody } from "../../lib/http/json-body.js";
 import { RuntimeErrors } from "../errors.js";
 import type { RuntimeContext } from "../context.js";
 import { respondToRequest } from "./responses.handler.js";
+import { LiveStreams, cancelRoute, streamResponse } from "./stream.js";
 
 /** POST /v1/responses: the spec's body, for the one model this runtime serves. */
 export function responsesRoute(app: FastifyInstance, context: RuntimeContext): void {
+  const streams = new LiveStreams();
+  cancelRoute(app, streams);
   app.post("/v1/responses", async (request, reply) => {
     const arrivedAt = context.now();
     const validation = validateRequest(jsonBody(request));
@@ -27,6 +30,9 @@ export function responsesRoute(app: FastifyInstance, context: RuntimeContext): v
     reply.raw.on("close", () => {
       if (!reply.raw.writableFinished) abort.abort(new Error("client closed the connection"));
     });
+    if (body.stream === true) {
+      return streamResponse(body, service, context, reply, arrivedAt, abort.signal, streams);
+    }
     return respondToRequest(body, service, context, reply, arrivedAt, abort.signal);
   });
 }
