@@ -11,7 +11,7 @@ import type { UsedSignatures } from "./pay/used-signatures.js";
 import { accessLogHooks } from "./plugins/access-log.js";
 import { authenticateApiKey } from "./plugins/api-key-auth.js";
 import { admitModel, compileBodySchema, raiseBodyProblem } from "./plugins/body-admission.js";
-import { billServed, type Settlements } from "./plugins/metering.js";
+import { billServed, type MeteringParts, type Settlements } from "./plugins/metering.js";
 import { checkAllowance, verifyPayment, type PaymentGateParts } from "./plugins/payment-gate.js";
 import { limitApiKeys, limitPayAgents } from "./plugins/rate-limits.js";
 import { requestIdFrom, requestIdHooks } from "./plugins/request-id.js";
@@ -114,17 +114,15 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
     scope.addHook("preHandler", admitModel);
     scope.addHook("preHandler", limitPayAgents(deps.limiter, deps.metrics)); // 429
     scope.addHook("preHandler", checkAllowance(pay)); // 402
-    // handler: forward to a runtime, relay its answer
-    scope.addHook(
-      "onSend",
-      billServed({
-        meter: deps.meter,
-        settlements: deps.pay?.settlements ?? null,
-        metrics: deps.metrics,
-        now: deps.now,
-      }),
-    );
-    registerRoutes(scope, deps);
+    // handler: forward to a runtime, relay its answer (a stream bills from its last event)
+    const metering: MeteringParts = {
+      meter: deps.meter,
+      settlements: deps.pay?.settlements ?? null,
+      metrics: deps.metrics,
+      now: deps.now,
+    };
+    scope.addHook("onSend", billServed(metering));
+    registerRoutes(scope, { ...deps, metering });
     done();
   });
 
