@@ -2,7 +2,7 @@ import { EventEmitter } from "node:events";
 import { PassThrough } from "node:stream";
 import { StringDecoder } from "node:string_decoder";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { failedResponse } from "../../api/responses-response.js";
+import { failedResponse, type ResponsesError } from "../../api/responses-response.js";
 import { RESPONSE_ID_HEADER, type Usage } from "../../api/runtime-wire.js";
 import {
   SseFrameReader,
@@ -150,12 +150,32 @@ export async function relayStream(
         const terminal = terminalEvent(data);
         const usage = terminal && usageOf(terminal);
         if (!terminal || !("response" in terminal)) throw new Error(`unreadable ${event} event`);
-        if (usage) payUsage = await billUsage(deps.metering, request, model, usage);
+        ended = true;
+        if (usage) {
+          try {
+            payUsage = await billUsage(deps.metering, request, model, usage);
+          } catch (error) {
+            // As a whole answer is a 500 when its billing cannot be journaled.
+            request.log.error({ ...logFieldsOf(request), err: error }, "stream not billed");
+            send(failedFrame(relayed, { type: "internal_error", message: "Internal error" }));
+            return;
+          }
+        }
         if (payUsage !== null) terminal.response.pay_usage = payUsage;
         send(sseFrame(terminal));
         relayed++;
-        ended = true;
       };
+      const failedFrame = (sequence: number, error: ResponsesError) =>
+        sseFrame({
+          type: "response.failed",
+          sequence_number: sequence,
+          response: failedResponse(
+            request.body as Record<string, unknown>,
+            error,
+            Math.floor(deps.metering.now() / 1000),
+            responseId,
+          ),
+        });
       try {
         for await (const chunk of answer.body as AsyncIterable<Buffer>) {
           for (const frame of reader.push(decoder.write(chunk))) await relay(frame);
@@ -167,17 +187,8 @@ export async function relayStream(
         );
       }
       if (!ended) {
-        const failed = failedResponse(
-          request.body as Record<string, unknown>,
-          {
-            type: "server_error",
-            code: "upstream_error",
-            message: `The runtime of model '${model.id}' failed to answer.`,
-          },
-          Math.floor(deps.metering.now() / 1000),
-          responseId,
-        );
-        send(sseFrame({ type: "response.failed", sequence_number: relayed, response: failed }));
+        const { message, type, code } = GatewayErrors.upstreamError(model.id);
+        send(failedFrame(relayed, { message, type, code }));
       }
       out.end();
       return reply;

@@ -146,7 +146,8 @@ export async function streamResponse(
     reply.request.log.error({ err: error, responseId }, "generation failed mid-stream");
     const failed = failedResponse(
       body,
-      { type: "server_error", code: "server_error", message: "generation failed" },
+      // What a 500 says, no more: the detail is in the log.
+      { type: "internal_error", message: "Internal error" },
       createdAt,
       responseId,
     );
