@@ -1,3 +1,4 @@
+import type { ChatMessage } from "../../api/input-items.js";
 import type { ResponsesRequest } from "../../api/responses-request.js";
 import { RuntimeErrors } from "../errors.js";
 import type { ModelSession } from "../engine/session.js";
@@ -56,7 +57,10 @@ export class TextGenerator {
   /** Tokenizes and applies the token limit; throws the 420 error when it must. */
   prepare(request: ResponsesRequest): PreparedGeneration {
     const { maxTokens, policy } = this.limits;
-    let promptIds = this.prompt.encode(request.instructions, request.input);
+    const { instructions } = request;
+    const turns = request.input_messages ?? [{ role: "user", content: request.input }];
+    let promptIds = this.prompt.encodeTurns(instructions, turns);
+    const whole = promptIds.length;
     const decision = decideTokenLimit({
       inputTokens: promptIds.length,
       maxTokens,
@@ -68,12 +72,23 @@ export class TextGenerator {
       throw RuntimeErrors.contextLengthExceeded(promptIds.length, decision.limit);
     }
     if (decision.kind === "truncate") {
-      const measure = (text: string) => this.prompt.encode(request.instructions, text).length;
-      const kept = truncateStart(this.tokenizer, request.input, decision.budget, measure);
-      if (kept === null) {
-        throw RuntimeErrors.contextLengthExceeded(promptIds.length, decision.budget);
+      // The oldest turns go first, whole; then the start of the oldest one left.
+      let kept = turns;
+      while (
+        kept.length > 1 &&
+        this.prompt.encodeTurns(instructions, kept).length > decision.budget
+      ) {
+        kept = kept.slice(1);
       }
-      promptIds = this.prompt.encode(request.instructions, kept);
+      promptIds = this.prompt.encodeTurns(instructions, kept);
+      if (promptIds.length > decision.budget) {
+        const [oldest, ...rest] = kept as [ChatMessage, ...ChatMessage[]];
+        const measure = (text: string) =>
+          this.prompt.encodeTurns(instructions, [{ ...oldest, content: text }, ...rest]).length;
+        const cut = truncateStart(this.tokenizer, oldest.content, decision.budget, measure);
+        if (cut === null) throw RuntimeErrors.contextLengthExceeded(whole, decision.budget);
+        promptIds = this.prompt.encodeTurns(instructions, [{ ...oldest, content: cut }, ...rest]);
+      }
     }
     const room = maxTokens - promptIds.length;
     const requested = request.max_output_tokens ?? Infinity;

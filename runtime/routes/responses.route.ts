@@ -22,7 +22,7 @@ export function responsesRoute(app: FastifyInstance, context: RuntimeContext): v
       throw RuntimeErrors.modelNotFound(body.model, context.modelId);
     const service = context.service();
     if (!service) throw RuntimeErrors.notReady();
-    const problem = checkForTask(body, service.task);
+    const problem = checkForTask(jsonBody(request), service.task);
     if (problem) throw HttpErrors.invalidRequest(problem.message, problem.param);
 
     // A caller that hangs up stops its generation at the next token.

@@ -154,6 +154,27 @@ describe("the openai client against /v1/responses", () => {
     expect(attempts).toHaveLength(1);
   });
 
+  it("takes a conversation as a list of message items, as the client types it", async () => {
+    const { client } = recordingClient(p, p.keys.acme.key);
+    const asString = await client.responses.create(HELLO);
+    const asList = await client.responses.create({
+      ...HELLO,
+      input: [{ role: "user", content: [{ type: "input_text", text: "Hello" }] }],
+    });
+    expect(asList.output_text).toBe(asString.output_text);
+    expect(asList.usage).toEqual(asString.usage);
+    const conversation = await client.responses.create({
+      ...HELLO,
+      input: [
+        { role: "developer", content: "Answer briefly." },
+        { role: "user", content: "Hello" },
+        { role: "assistant", content: asString.output_text },
+        { role: "user", content: "And again?" },
+      ],
+    });
+    expect(conversation.usage!.input_tokens).toBeGreaterThan(asString.usage!.input_tokens);
+  });
+
   it("streams with stream: true: events ending in response.completed or incomplete (test/gateway/streaming has the rest)", async () => {
     const { client } = recordingClient(p, p.keys.acme.key, { timeout: 5_000 });
     const types: string[] = [];
