@@ -133,4 +133,37 @@ describe("streaming from the runtime", () => {
     const again = await fetch(`${bench.url}/v1/responses/${id}/cancel`, { method: "POST" });
     expect(again.status).toBe(404);
   });
+
+  it("stops the sequence within a step when its direct client hangs up", async () => {
+    const budget = 400;
+    const before = (await bench.metrics.outputTokens.get()).values[0]?.value ?? 0;
+    const hangUp = new AbortController();
+    const response = await fetch(`${bench.url}/v1/responses`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        model: "bench-gpt",
+        input: "A long story",
+        temperature: 0,
+        max_output_tokens: budget,
+        stream: true,
+      }),
+      signal: hangUp.signal,
+    });
+    let deltas = 0;
+    const decoder = new TextDecoder();
+    try {
+      for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
+        deltas += (decoder.decode(chunk, { stream: true }).match(/output_text\.delta/g) ?? [])
+          .length;
+        if (deltas >= 4) hangUp.abort();
+      }
+    } catch {
+      // The hang-up ends the read.
+    }
+    while (bench.service.inFlight > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    const produced = ((await bench.metrics.outputTokens.get()).values[0]?.value ?? 0) - before;
+    expect(produced).toBeGreaterThanOrEqual(4);
+    expect(produced).toBeLessThan(budget);
+  });
 });

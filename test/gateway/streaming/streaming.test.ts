@@ -1,4 +1,7 @@
-import { request as httpRequest, type IncomingMessage } from "node:http";
+import { writeFile } from "node:fs/promises";
+import { createServer, request as httpRequest, type IncomingMessage } from "node:http";
+import type { AddressInfo } from "node:net";
+import { dirname, join } from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { streamedResponseSchema } from "../../../api/stream-events.js";
@@ -179,5 +182,54 @@ describe("a client that leaves mid-stream", () => {
     await until("the runtime to finish", () => p.runtimes.gpt.service.inFlight === 0);
     const outputAfter = (await p.runtimes.gpt.metrics.outputTokens.get()).values[0]?.value ?? 0;
     expect(outputAfter - outputBefore).toBe(record.output_tokens);
+  });
+});
+
+describe("a runtime that dies mid-stream", () => {
+  it("ends the stream with the gateway's own response.failed, numbered on, and bills nothing", async () => {
+    // Two well-formed events, then the connection drops: a runtime process that died.
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8" });
+        const frame = (type: string, n: number) =>
+          `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: n })}\n\n`;
+        res.write(frame("response.created", 0) + frame("response.in_progress", 1));
+        setTimeout(() => res.socket?.destroy(), 20);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      // The platform's registry folder is the state folder's parent; a new file is loaded.
+      await writeFile(
+        join(dirname(p.stateDir), "dying.yaml"),
+        `apiVersion: serving.modelgate.dev/v1alpha1\nkind: InferenceModel\nmetadata:\n  name: dying\nspec:\n  task: text-generation\n  source: { uri: file:///models/x }\nstatus:\n  endpoint: ${endpoint}\n`,
+      );
+      const registry = p.components.deps.registry;
+      await until("the dying model", () => registry.resolve("dying") !== undefined);
+      const raw = JSON.stringify({ model: "dying", input: "Hi", stream: true });
+      const { response, text } = await rawPost("/v1/responses", raw, {
+        "x-api-key": p.keys.acme.key,
+      });
+      expect(response.statusCode).toBe(200);
+      const events = parseEventStream(text);
+      expect(events.map((e) => e.data.type)).toEqual([
+        "response.created",
+        "response.in_progress",
+        "response.failed",
+      ]);
+      const failed = streamedResponseSchema.parse(events[2]!.data.response);
+      expect(events[2]!.data.sequence_number).toBe(2);
+      expect(failed.status).toBe("failed");
+      expect(failed.error?.code).toBe("upstream_error");
+      expect(failed.usage).toBeNull();
+      // Nothing known, nothing billed: give the outbox time to deliver, then look.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(p.sink.counted.has(failed.id)).toBe(false);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });
