@@ -18,19 +18,22 @@ export class TokenText {
   /** Tokens before this one are released as text. */
   private released = 0;
   private emitted = "";
+  /** The context tokens decoded: it changes only when text is released. */
+  private context = "";
 
   constructor(private readonly decode: (ids: readonly number[]) => string) {}
 
   /** The text this token completes: empty while a character or piece is unfinished. */
   push(id: number): string {
     this.ids.push(id);
-    const context = this.decode(this.ids.slice(this.contextStart, this.released));
     const withNew = this.decode(this.ids.slice(this.contextStart));
+    const context = this.context;
     if (withNew.length <= context.length || withNew.endsWith(REPLACEMENT)) return "";
     if (!withNew.startsWith(context)) return "";
     const piece = withNew.slice(context.length);
     this.contextStart = this.released;
     this.released = this.ids.length;
+    this.context = this.decode(this.ids.slice(this.contextStart, this.released));
     this.emitted += piece;
     return piece;
   }
