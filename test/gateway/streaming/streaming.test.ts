@@ -141,6 +141,8 @@ describe("streaming on the payment route", () => {
     expect(response.statusCode).toBe(200);
     expect(response.headers["content-type"]).toMatch(/^text\/event-stream/);
     expect(response.headers.trailer).toBe("pay-usage");
+    expect(response.headers["x-request-id"]).toMatch(/\S/);
+    expect(response.headers["x-inference-type"]).toBe("cloud");
     expect(response.headers["pay-usage"]).toBeUndefined();
     const events = parseEventStream(text);
     const final = streamedResponseSchema.parse(events.at(-1)!.data.response);
