@@ -184,6 +184,18 @@ export const textGenerationRequestSchema = z
     return out;
   });
 
+/**
+ * `stream` for a task whose answer is one object known all at once (a
+ * classifier's scores, extracted entities): there is nothing to stream, so
+ * `true` is a 400 naming `stream` (docs/streaming.md).
+ */
+export const answersInOnePiece = z
+  .literal([false], {
+    error: "this model answers in one piece; omit `stream` or set it to false",
+  })
+  .nullable()
+  .optional();
+
 const singleLabel = z
   .string()
   .regex(SINGLE_LABEL_PATTERN, "each category is one label: no commas, brackets or edge quotes");
@@ -214,13 +226,7 @@ export const classificationRequestSchema = z
         error: LABELS_HELP,
       })
       .optional(),
-    // A classifier's answer is one object, known all at once: there is nothing to stream.
-    stream: z
-      .literal([false], {
-        error: "a zero-shot classifier answers in one piece; omit `stream` or set it to false",
-      })
-      .nullable()
-      .optional(),
+    stream: answersInOnePiece,
   })
   .and(
     z.union(
