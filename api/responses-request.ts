@@ -1,5 +1,11 @@
 import { z } from "zod";
 import {
+  chatMessagesOf,
+  conversationText,
+  inputItemsSchema,
+  type ChatMessage,
+} from "./input-items.js";
+import {
   CANDIDATE_LABELS_MAX,
   LABEL_LIST_PATTERN,
   SINGLE_LABEL_PATTERN,
@@ -128,7 +134,14 @@ const textFormatSchema = z.looseObject({
 /** The fields every task shares. */
 const commonShape = {
   model: z.string().min(1, "model must not be empty"),
-  input: z.string().min(1, "input must not be empty"),
+  input: z
+    .union([z.string().min(1, "input must not be empty"), inputItemsSchema], {
+      error: "input must be a string or a list of message items",
+    })
+    .meta({
+      description:
+        "A string, or (text generation) a list of message items as the OpenAI clients send a conversation: `role` user, assistant, system or developer, `content` a string or text parts",
+    }),
   instructions: z.string().optional(),
   max_output_tokens: z
     .number()
@@ -147,18 +160,41 @@ const commonShape = {
   multilingual: z.boolean().optional(),
   metadata: metadataSchema.optional(),
   text: z.looseObject({ format: textFormatSchema.optional() }).optional(),
-  // The OpenAI clients send `stream`; a stream is not something this API
-  // answers with yet, so asking for one is refused instead of ignored.
-  stream: z
-    .literal([false], {
-      error: "streaming is not supported; omit `stream` or set it to false",
-    })
-    .nullable()
-    .optional(),
+  // True answers text/event-stream with the Responses API's events (api/stream-events.ts).
+  stream: z.boolean().nullable().optional(),
 };
 
-/** Text generation: the general ResponsesRequest. */
-export const textGenerationRequestSchema = z.looseObject(commonShape);
+/**
+ * Text generation: the general ResponsesRequest. A list `input` becomes
+ * `input_messages` (the turns, for the chat template) with `input` their
+ * joined text, so that every reader of `input` still reads a string. The
+ * field is always set from `input`: a client cannot send its own.
+ */
+export const textGenerationRequestSchema = z
+  .looseObject(commonShape)
+  .transform(({ input, ...rest }) => {
+    const messages = typeof input === "string" ? null : chatMessagesOf(input);
+    const out: typeof rest & { input: string; input_messages?: ChatMessage[] } = {
+      ...rest,
+      input: messages ? conversationText(messages) : (input as string),
+    };
+    // A loose object keeps unknown keys: one the client named so is dropped, not trusted.
+    delete out.input_messages;
+    if (messages) out.input_messages = messages;
+    return out;
+  });
+
+/**
+ * `stream` for a task whose answer is one object known all at once (a
+ * classifier's scores, extracted entities): there is nothing to stream, so
+ * `true` is a 400 naming `stream` (docs/streaming.md).
+ */
+export const answersInOnePiece = z
+  .literal([false], {
+    error: "this model answers in one piece; omit `stream` or set it to false",
+  })
+  .nullable()
+  .optional();
 
 const singleLabel = z
   .string()
@@ -190,6 +226,7 @@ export const classificationRequestSchema = z
         error: LABELS_HELP,
       })
       .optional(),
+    stream: answersInOnePiece,
   })
   .and(
     z.union(
@@ -206,6 +243,7 @@ export const classificationRequestSchema = z
     ),
   );
 
+/** `input_messages`: set when `input` was a list of message items (the turns, in order). */
 export type ResponsesRequest = z.infer<typeof textGenerationRequestSchema>;
 
 /** The request schema of a task: what a request for a model of that task must be. */

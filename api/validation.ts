@@ -29,7 +29,24 @@ function valueAt(body: object, path: readonly PropertyKey[]): unknown {
   return value;
 }
 
-function describe(issue: z.core.$ZodIssue, body: object): FieldProblem {
+/**
+ * A field that takes one of several shapes (`input`: a string or a list of
+ * items) fails as a whole. When the value's type fits exactly one shape (a
+ * list, where a string or a list is allowed), that shape's problem is the
+ * one to name: the item that is wrong, not the field.
+ */
+function deepest(issue: z.core.$ZodIssue): z.core.$ZodIssue {
+  if (issue.code !== "invalid_union" || issue.path.length === 0) return issue;
+  const fitting = issue.errors.filter(
+    (alternative) => !(alternative[0]?.code === "invalid_type" && alternative[0].path.length === 0),
+  );
+  const first = fitting.length === 1 ? fitting[0]![0] : undefined;
+  if (!first) return issue;
+  return deepest({ ...first, path: [...issue.path, ...first.path] });
+}
+
+function describe(found: z.core.$ZodIssue, body: object): FieldProblem {
+  const issue = deepest(found);
   let path = issue.path;
   // A rule with alternatives (the classifier's labels) fails as a whole; it
   // names the field its first alternative asks for.
@@ -37,7 +54,10 @@ function describe(issue: z.core.$ZodIssue, body: object): FieldProblem {
     path = issue.errors[0]?.[0]?.path ?? [];
   }
   const param = paramOf(path);
-  if (issue.code === "invalid_type" && valueAt(body, path) === undefined) {
+  // A field of several shapes that is absent is missing, like a field of one.
+  const missing =
+    issue.code === "invalid_type" || (issue.code === "invalid_union" && issue.path.length > 0);
+  if (missing && valueAt(body, path) === undefined) {
     return { param, message: `Missing required parameter: '${param}'.` };
   }
   if (param === "") return { param: null, message: issue.message };
@@ -85,9 +105,10 @@ export function validateRequest(body: unknown, task: ModelTask = "text-generatio
 /**
  * The checks of a task beyond the text-generation schema (the classifier
  * variant's input length and labels), for a request already validated as
- * text generation before its model was known.
+ * text generation before its model was known. Given the body as it was
+ * sent: the text-generation schema turns a list `input` into a string.
  */
-export function checkForTask(request: ResponsesRequest, task: ModelTask): FieldProblem | null {
+export function checkForTask(request: unknown, task: ModelTask): FieldProblem | null {
   if (task === "text-generation") return null;
   const validation = validateRequest(request, task);
   return validation.ok ? null : validation.problem;

@@ -11,12 +11,13 @@ import type { UsedSignatures } from "./pay/used-signatures.js";
 import { accessLogHooks } from "./plugins/access-log.js";
 import { authenticateApiKey } from "./plugins/api-key-auth.js";
 import { admitModel, compileBodySchema, raiseBodyProblem } from "./plugins/body-admission.js";
-import { billServed, type Settlements } from "./plugins/metering.js";
+import { billServed, type MeteringParts, type Settlements } from "./plugins/metering.js";
 import { checkAllowance, verifyPayment, type PaymentGateParts } from "./plugins/payment-gate.js";
 import {
   limitApiKeys,
   limitPayAgents,
   reserveApiKeyTokens,
+  settleStreamedTokens,
   settleTokens,
   type RateLimitParts,
 } from "./plugins/rate-limits.js";
@@ -100,6 +101,7 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
   app.decorateRequest("caller", null);
   app.decorateRequest("model", null);
   app.decorateRequest("tokenReservations", null);
+  app.decorateRequest("streamedUsage", null);
 
   // The model routes, in a scope of their own. Hooks run in the order they
   // are added within each phase, which is the order of the answers: API key
@@ -131,18 +133,18 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
     scope.addHook("preHandler", reserveApiKeyTokens(limits)); // 429 (tokens)
     scope.addHook("preHandler", limitPayAgents(limits)); // 429
     scope.addHook("preHandler", checkAllowance(pay)); // 402
-    // handler: forward to a runtime, relay its answer
+    // handler: forward to a runtime, relay its answer (a stream bills from its last event)
+    const metering: MeteringParts = {
+      meter: deps.meter,
+      settlements: deps.pay?.settlements ?? null,
+      metrics: deps.metrics,
+      now: deps.now,
+    };
     scope.addHook("onSend", settleTokens(limits));
-    scope.addHook(
-      "onSend",
-      billServed({
-        meter: deps.meter,
-        settlements: deps.pay?.settlements ?? null,
-        metrics: deps.metrics,
-        now: deps.now,
-      }),
-    );
-    registerRoutes(scope, deps);
+    scope.addHook("onSend", billServed(metering));
+    // A stream's usage is known at its last event: its token reservation is settled once it ends.
+    scope.addHook("onResponse", settleStreamedTokens(limits));
+    registerRoutes(scope, { ...deps, metering });
     done();
   });
 

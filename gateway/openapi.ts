@@ -90,8 +90,18 @@ function operation(route: RouteSpec, registry: ModelRegistry): JsonObject {
       ...(response.headers
         ? { headers: Object.fromEntries(response.headers.map((h) => [h.name, headerObject(h)])) }
         : {}),
-      ...(response.schema
-        ? { content: { "application/json": { schema: schemaOf(response.schema, "output") } } }
+      ...(response.schema || response.eventStream
+        ? {
+            content: {
+              ...(response.schema
+                ? { "application/json": { schema: schemaOf(response.schema, "output") } }
+                : {}),
+              // OpenAPI 3.1 has no per-event schema: `schema` is what each event's data is.
+              ...(response.eventStream
+                ? { "text/event-stream": { schema: schemaOf(response.eventStream, "output") } }
+                : {}),
+            },
+          }
         : {}),
     };
   }

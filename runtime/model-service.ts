@@ -108,16 +108,31 @@ export class ModelService {
   async respond(request: ResponsesRequest, signal?: AbortSignal): Promise<ServiceResult> {
     const lane = this.lane;
     if (lane.task === "text-generation") {
-      const { generator } = lane;
-      const prepared = generator.prepare(request);
-      const generated = await lane.admission.submit(generator.job(prepared, this.random), signal);
-      const outcome = generator.outcome(prepared, generated);
-      this.metrics.timeToFirstToken.observe(outcome.firstTokenMs / 1000);
-      return { task: "text-generation", outcome };
+      return { task: "text-generation", outcome: await this.generate(request, signal) };
     }
     const prepared = lane.classifier.prepare(request);
     const scores = await lane.admission.submit(prepared, signal);
     return { task: "zero-shot-classification", scores, inputTokens: prepared.inputTokens };
+  }
+
+  /**
+   * Text generation through the queue and the continuous batch; `onToken`
+   * sees each output token as it is sampled (streaming). A token-limit
+   * refusal (420) or a full queue rejects before any token.
+   */
+  async generate(
+    request: ResponsesRequest,
+    signal?: AbortSignal,
+    onToken?: (id: number) => void,
+  ): Promise<GenerationOutcome> {
+    const lane = this.lane;
+    if (lane.task !== "text-generation") throw new Error(`a ${lane.task} model does not generate`);
+    const { generator } = lane;
+    const prepared = generator.prepare(request);
+    const job = generator.job(prepared, this.random, onToken);
+    const outcome = generator.outcome(prepared, await lane.admission.submit(job, signal));
+    this.metrics.timeToFirstToken.observe(outcome.firstTokenMs / 1000);
+    return outcome;
   }
 
   /** One small request through the whole path, so the first caller does not pay for it. */

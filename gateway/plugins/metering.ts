@@ -1,8 +1,10 @@
-import type { onSendAsyncHookHandler } from "fastify";
+import type { FastifyRequest, onSendAsyncHookHandler } from "fastify";
+import type { Usage } from "../../api/runtime-wire.js";
 import type { Meter } from "../metering/meter.js";
 import type { GatewayMetrics } from "../metrics.js";
 import { formatPayUsage, PAY_USAGE_HEADER } from "../pay/pay-usage.js";
 import { settlementRecordSchema, type SettlementRecord } from "../pay/settlement.js";
+import type { RoutableModel } from "../registry/registry.js";
 import { routeConfigOf } from "../routes/route-config.js";
 import { responseIdOf } from "./request-id.js";
 
@@ -33,42 +35,60 @@ export function billServed(parts: MeteringParts): onSendAsyncHookHandler {
     if (!served) return;
     // Once: an error answered in its place runs this hook again.
     reply.served = null;
-    const mode = routeConfigOf(request).metering;
-    const caller = request.caller;
-    const { model, usage } = served;
-    if (mode === "usage" && caller?.kind === "api-key") {
-      await parts.meter.record({
-        responseId: responseIdOf(request),
-        requestId: request.id,
-        account: caller.account,
-        project: caller.project,
-        keyId: caller.keyId,
-        model: model.id,
-        inputTokens: usage.inputTokens,
-        outputTokens: usage.outputTokens,
-        time: new Date(parts.now()).toISOString(),
-      });
-    } else if (mode === "settlement" && caller?.kind === "pay" && parts.settlements) {
-      parts.metrics.payTokens.inc({ model: model.id, direction: "input" }, usage.inputTokens);
-      parts.metrics.payTokens.inc({ model: model.id, direction: "output" }, usage.outputTokens);
-      // Validated before it is journaled: a bad count fails this request, not the outbox.
-      const record = settlementRecordSchema.parse({
-        responseId: responseIdOf(request),
-        requestId: request.id,
-        agentId: caller.agentId,
-        payRequestId: caller.payRequestId,
-        signedBy: caller.signedBy,
-        serviceSlug: model.serviceSlug,
-        model: model.id,
-        inputTokens: usage.inputTokens,
-        outputTokens: usage.outputTokens,
-        createdAtMs: parts.now(),
-      });
-      await parts.settlements.settle(record);
-      reply.header(PAY_USAGE_HEADER, formatPayUsage({ slug: model.serviceSlug, ...usage }));
-    } else if (mode !== "none") {
-      // A route that bills must know whom: serving for free is never the fallback.
-      throw new Error(`route ${request.routeOptions.url} served without a caller to bill`);
-    }
+    const payUsage = await billUsage(parts, request, served.model, served.usage);
+    if (payUsage !== null) reply.header(PAY_USAGE_HEADER, payUsage);
   };
+}
+
+/**
+ * Journals what one request was served, for the caller of its route: a
+ * usage record (API key) or a settlement (payment signature). Returns the
+ * `pay-usage` value for a settlement, else null. A streamed answer calls it
+ * when its terminal event arrives, since its usage is known only then.
+ */
+export async function billUsage(
+  parts: MeteringParts,
+  request: FastifyRequest,
+  model: RoutableModel,
+  usage: Usage,
+): Promise<string | null> {
+  const mode = routeConfigOf(request).metering;
+  const caller = request.caller;
+  if (mode === "usage" && caller?.kind === "api-key") {
+    await parts.meter.record({
+      responseId: responseIdOf(request),
+      requestId: request.id,
+      account: caller.account,
+      project: caller.project,
+      keyId: caller.keyId,
+      model: model.id,
+      inputTokens: usage.inputTokens,
+      outputTokens: usage.outputTokens,
+      time: new Date(parts.now()).toISOString(),
+    });
+    return null;
+  }
+  if (mode === "settlement" && caller?.kind === "pay" && parts.settlements) {
+    parts.metrics.payTokens.inc({ model: model.id, direction: "input" }, usage.inputTokens);
+    parts.metrics.payTokens.inc({ model: model.id, direction: "output" }, usage.outputTokens);
+    // Validated before it is journaled: a bad count fails this request, not the outbox.
+    const record = settlementRecordSchema.parse({
+      responseId: responseIdOf(request),
+      requestId: request.id,
+      agentId: caller.agentId,
+      payRequestId: caller.payRequestId,
+      signedBy: caller.signedBy,
+      serviceSlug: model.serviceSlug,
+      model: model.id,
+      inputTokens: usage.inputTokens,
+      outputTokens: usage.outputTokens,
+      createdAtMs: parts.now(),
+    });
+    await parts.settlements.settle(record);
+    return formatPayUsage({ slug: model.serviceSlug, ...usage });
+  }
+  // A route that bills must know whom: serving for free is never the fallback.
+  if (mode !== "none")
+    throw new Error(`route ${request.routeOptions.url} served without a caller to bill`);
+  return null;
 }

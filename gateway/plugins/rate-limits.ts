@@ -2,6 +2,7 @@ import type {
   FastifyReply,
   FastifyRequest,
   onRequestAsyncHookHandler,
+  onResponseHookHandler,
   onSendAsyncHookHandler,
   preHandlerAsyncHookHandler,
 } from "fastify";
@@ -44,6 +45,8 @@ interface TokenReservation {
 declare module "fastify" {
   interface FastifyRequest {
     tokenReservations: TokenReservation[] | null;
+    /** A stream's usage, from its last event, for the settlement when it ends. */
+    streamedUsage: { inputTokens: number; outputTokens: number } | null;
   }
 }
 
@@ -192,26 +195,52 @@ export function limitPayAgents(parts: RateLimitParts): preHandlerAsyncHookHandle
  * `onSend`: settles a token reservation with what the request used (all of
  * it given back when nothing was served). Not awaited: the answer does not
  * wait for the limiter, and a failed settlement only leaves the bucket
- * stricter than it should be until it refills.
+ * stricter than it should be until it refills. A stream's usage is not known
+ * when its headers leave: it keeps its reservation until it ends.
  */
 export function settleTokens(parts: RateLimitParts): onSendAsyncHookHandler {
   return (request, reply) => {
-    const reservations = request.tokenReservations;
-    if (!reservations) return Promise.resolve();
-    // Once: an error answered in its place runs this hook again.
-    request.tokenReservations = null;
-    const usage = reply.served?.usage;
-    const used = usage ? usage.inputTokens + usage.outputTokens : 0;
-    for (const reservation of reservations) {
-      parts.limiter
-        .settle(reservation.id, reservation.limits, used - reservation.reserved)
-        .catch((error: unknown) =>
-          request.log.warn(
-            { ...logFieldsOf(request), err: error },
-            "token reservation not settled",
-          ),
-        );
-    }
+    if (isEventStream(reply)) return Promise.resolve();
+    settleReservations(parts, request, reply.served?.usage);
     return Promise.resolve();
   };
+}
+
+/**
+ * `onResponse`: settles a stream's reservation with the usage of its last
+ * event, or all of it held when the stream ended without one (the tokens
+ * it produced are not known, so the limit errs on the strict side).
+ */
+export function settleStreamedTokens(parts: RateLimitParts): onResponseHookHandler {
+  return (request, _reply, done) => {
+    if (request.tokenReservations) {
+      const held = request.tokenReservations.reduce((most, r) => Math.max(most, r.reserved), 0);
+      const usage = request.streamedUsage ?? { inputTokens: held, outputTokens: 0 };
+      settleReservations(parts, request, usage);
+    }
+    done();
+  };
+}
+
+function isEventStream(reply: FastifyReply): boolean {
+  return String(reply.getHeader("content-type") ?? "").startsWith("text/event-stream");
+}
+
+function settleReservations(
+  parts: RateLimitParts,
+  request: FastifyRequest,
+  usage: { inputTokens: number; outputTokens: number } | null | undefined,
+): void {
+  const reservations = request.tokenReservations;
+  if (!reservations) return;
+  // Once: an error answered in its place runs the hooks again.
+  request.tokenReservations = null;
+  const used = usage ? usage.inputTokens + usage.outputTokens : 0;
+  for (const reservation of reservations) {
+    parts.limiter
+      .settle(reservation.id, reservation.limits, used - reservation.reserved)
+      .catch((error: unknown) =>
+        request.log.warn({ ...logFieldsOf(request), err: error }, "token reservation not settled"),
+      );
+  }
 }

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { errorEnvelopeSchema, internalErrorSchema } from "../../api/error-envelope.js";
 import { responsesResponseSchema } from "../../api/responses-response.js";
+import { streamEventSchema } from "../../api/stream-events.js";
 import type { HeaderSpec, ResponseSpec } from "./route-spec.js";
 
 /** Responses and headers both model routes share (spec sections 4 and 7). */
@@ -54,8 +55,9 @@ export const classifierResultSchema = z
 
 export const success: ResponseSpec = {
   description:
-    "A Responses object (general models) or the label-to-score object (zero-shot classifiers)",
+    "A Responses object (general models) or the label-to-score object (zero-shot classifiers). With `stream: true` (text generation only), `text/event-stream`: the Responses API's semantic events, each an `event:` line naming its type and a `data:` line holding it as JSON, ending with exactly one of response.completed, response.incomplete or response.failed, which carries the whole response with its usage (docs/streaming.md)",
   schema: z.union([responsesResponseSchema, classifierResultSchema]),
+  eventStream: streamEventSchema.describe("One event of the stream (the data line of a frame)"),
   headers: [REQUEST_ID, INFERENCE_TYPE, ...RATE_LIMIT_HEADERS],
 };
 

@@ -5,8 +5,10 @@ import { logFieldsOf } from "../../lib/http/log-fields.js";
 import { GatewayErrors } from "../errors.js";
 import type { GatewayMetrics } from "../metrics.js";
 import { responseIdOf } from "../plugins/request-id.js";
+import type { MeteringParts } from "../plugins/metering.js";
 import type { Upstream } from "../upstream/forward.js";
 import { relayOf, relayedHeaders } from "../upstream/relay.js";
+import { relayStream } from "./relay-stream.js";
 
 /**
  * The handler of both model routes, once the hooks have authenticated the
@@ -17,12 +19,17 @@ import { relayOf, relayedHeaders } from "../upstream/relay.js";
 export interface InferenceDeps {
   upstream: Upstream;
   metrics: GatewayMetrics;
+  /** A stream bills from its terminal event, not in the metering hook. */
+  metering: MeteringParts;
 }
 
 export function inferenceHandler(deps: InferenceDeps) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
     const model = request.model;
     if (!model) throw new Error(`route ${request.routeOptions.url} has no admitted model`);
+    if ((request.body as { stream?: unknown }).stream === true) {
+      return relayStream(request, reply, deps);
+    }
     const started = performance.now();
     // A client that goes away cancels the runtime's work. undici takes an
     // EventEmitter that emits "abort" as a signal, which costs a fraction of

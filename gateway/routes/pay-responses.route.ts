@@ -12,9 +12,10 @@ import type { HeaderSpec, RouteSpec } from "./route-spec.js";
 
 const PAY_USAGE: HeaderSpec = {
   name: PAY_USAGE_HEADER,
-  required: true,
+  // On every 200 but a stream's, whose usage is known only at its end.
+  required: false,
   description:
-    'Usage settled with the payment provider, an RFC 8941 dictionary: `slug="<service slug>", input_tokens=<n>, output_tokens=<n>`.',
+    'Usage settled with the payment provider, an RFC 8941 dictionary: `slug="<service slug>", input_tokens=<n>, output_tokens=<n>`. On a stream (`stream: true`) it is an HTTP trailer instead, announced with `Trailer: pay-usage`, and the terminal event\'s response repeats it as `pay_usage`.',
 };
 
 /** POST /pay/v1/responses: the payment-signature route (spec 4.2, 5.2). */

@@ -16,6 +16,8 @@ export interface ResponseSpec {
   description: string;
   /** Absent for bodies the spec leaves free-form. */
   schema?: ZodType;
+  /** The events of a `text/event-stream` answer (`stream: true`), when the route streams. */
+  eventStream?: ZodType;
   headers?: HeaderSpec[];
 }
 

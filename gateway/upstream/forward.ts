@@ -1,4 +1,4 @@
-import { Agent } from "undici";
+import { Agent, type Dispatcher } from "undici";
 import type { EventEmitter } from "node:events";
 import type { IncomingHttpHeaders } from "node:http";
 import { GatewayErrors } from "../errors.js";
@@ -56,6 +56,14 @@ function isTimeout(error: unknown): boolean {
   return e.code === "UND_ERR_HEADERS_TIMEOUT" || e.code === "UND_ERR_BODY_TIMEOUT";
 }
 
+/** A failure once a runtime may have the request, as the caller sees it. */
+function phrased(error: unknown, model: RoutableModel): unknown {
+  if (isTimeout(error)) return GatewayErrors.requestTimeout(Math.round(model.timeoutMs / 1000));
+  // Cancelled by the caller (its client went away): nothing to retry or phrase.
+  if (isAbort(error)) return error;
+  return Object.assign(GatewayErrors.upstreamError(model.id), { cause: error });
+}
+
 export interface UpstreamOptions {
   /** Most connections per runtime endpoint. */
   connectionsPerEndpoint?: number;
@@ -81,6 +89,52 @@ export class Upstream {
   }
 
   async forward(req: ForwardRequest): Promise<UpstreamResponse> {
+    return this.dispatch(req, async (response, endpoint) => {
+      try {
+        const body = Buffer.from(await response.body.arrayBuffer());
+        return { status: response.statusCode, headers: response.headers, body, endpoint };
+      } catch (error) {
+        throw phrased(error, req.model);
+      }
+    });
+  }
+
+  /**
+   * Like `forward`, but hands the answer to `use` unread, as it arrives: a
+   * stream is relayed while it lasts. The endpoint counts as busy until
+   * `use` settles; what `use` throws passes through as it is.
+   */
+  stream<T>(
+    req: ForwardRequest,
+    use: (response: Dispatcher.ResponseData, endpoint: string) => Promise<T>,
+  ): Promise<T> {
+    return this.dispatch(req, use);
+  }
+
+  /**
+   * Asks a runtime to stop a stream it is generating (its client left);
+   * the stream then ends with its usage. Best effort: false when it failed.
+   */
+  async cancel(endpoint: string, responseId: string): Promise<boolean> {
+    try {
+      const response = await this.agent.request({
+        origin: endpoint,
+        path: `/v1/responses/${responseId}/cancel`,
+        method: "POST",
+        headersTimeout: 5_000,
+        bodyTimeout: 5_000,
+      });
+      await response.body.dump();
+      return response.statusCode === 200;
+    } catch {
+      return false;
+    }
+  }
+
+  private async dispatch<T>(
+    req: ForwardRequest,
+    use: (response: Dispatcher.ResponseData, endpoint: string) => Promise<T>,
+  ): Promise<T> {
     const { model } = req;
     if (model.endpoints.length === 0) throw GatewayErrors.modelUnavailable(model.id);
     const tried = new Set<string>();
@@ -90,32 +144,31 @@ export class Upstream {
       tried.add(endpoint);
       this.inFlight.set(endpoint, (this.inFlight.get(endpoint) ?? 0) + 1);
       try {
-        // The runtime sends its headers once inference is done, so the
+        // The runtime sends its headers once inference is done (a stream's
+        // at its first token), so the
         // model's timeout bounds the wait for them, and a stall in the body
         // after. undici's own timers cost far less per request than an
         // AbortSignal.timeout combined with the caller's signal.
         // Origin and path given apart: the module-level request() would parse
         // a URL string on every call.
-        const response = await this.agent.request({
-          origin: endpoint,
-          path: "/v1/responses",
-          method: "POST",
-          headers: req.headers,
-          body: req.body,
-          signal: req.signal ?? null,
-          headersTimeout: model.timeoutMs,
-          bodyTimeout: model.timeoutMs,
-        });
-        const body = Buffer.from(await response.body.arrayBuffer());
-        return { status: response.statusCode, headers: response.headers, body, endpoint };
-      } catch (error) {
-        if (isTimeout(error)) {
-          throw GatewayErrors.requestTimeout(Math.round(model.timeoutMs / 1000));
-        }
-        // Cancelled by the caller (its client went away): nothing to retry or phrase.
-        if (isAbort(error)) throw error;
-        if (isConnectFailure(error)) continue;
-        throw Object.assign(GatewayErrors.upstreamError(model.id), { cause: error });
+        const response = await this.agent
+          .request({
+            origin: endpoint,
+            path: "/v1/responses",
+            method: "POST",
+            headers: req.headers,
+            body: req.body,
+            signal: req.signal ?? null,
+            headersTimeout: model.timeoutMs,
+            bodyTimeout: model.timeoutMs,
+          })
+          .catch((error: unknown) => {
+            if (isConnectFailure(error) && !isAbort(error) && !isTimeout(error)) return null;
+            throw phrased(error, model);
+          });
+        // Never delivered: another endpoint may take it.
+        if (response === null) continue;
+        return await use(response, endpoint);
       } finally {
         const left = (this.inFlight.get(endpoint) ?? 1) - 1;
         if (left === 0) this.inFlight.delete(endpoint);

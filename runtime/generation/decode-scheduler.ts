@@ -180,11 +180,14 @@ export class DecodeScheduler {
 
   /**
    * Records a sampled token; resolves the row and returns true when it is done.
-   * Every token of every sequence passes here once: where streaming will hook in.
+   * Every token of every sequence passes here once, and so to its stream.
    */
   private accept(row: Row, token: number): boolean {
     const isEos = this.options.eosIds.has(token);
-    if (!isEos) row.generated.push(token);
+    if (!isEos) {
+      row.generated.push(token);
+      row.admitted.job.onToken?.(token);
+    }
     row.lastToken = token;
     const stop = shouldStop(token, row.generated.length, {
       maxNewTokens: row.admitted.job.maxNewTokens,

@@ -18,6 +18,12 @@ export interface DecodeJob {
   promptIds: readonly number[];
   maxNewTokens: number;
   sampler: Sampler;
+  /**
+   * Called with each output token as it is sampled, end-of-sequence
+   * excluded: what streaming reads. Runs inside the decode loop, so it must
+   * be quick and must not throw.
+   */
+  onToken?: ((id: number) => void) | undefined;
 }
 
 export interface GenerateParams extends DecodeJob, StoppingCriteria {}
@@ -58,6 +64,7 @@ export async function generate(
     if (!isEos) {
       generated.push(token);
       sequence.push(token);
+      params.onToken?.(token);
     }
     const stop = shouldStop(token, generated.length, params);
     if (stop) return { ids: generated, stopReason: stop, firstTokenMs };

@@ -1,4 +1,5 @@
 import { Template } from "@huggingface/jinja";
+import type { ChatMessage } from "../../api/input-items.js";
 import type { TextTokenizer } from "../engine/tokenizer.js";
 
 /**
@@ -35,17 +36,36 @@ export class PromptBuilder {
   }
 
   render(instructions: string | undefined, input: string): string {
-    if (!this.template) return instructions ? `${instructions}\n\n${input}` : input;
+    return this.renderTurns(instructions, [{ role: "user", content: input }]);
+  }
+
+  /**
+   * A conversation (`input` as a list of messages): the turns in order after
+   * the instructions. `developer` is the Responses API's name for what chat
+   * templates call `system`. Without a template, the turns' text in order.
+   */
+  renderTurns(instructions: string | undefined, turns: readonly ChatMessage[]): string {
+    if (!this.template) {
+      const text = turns.map((turn) => turn.content).join("\n\n");
+      return instructions ? `${instructions}\n\n${text}` : text;
+    }
     const messages = [
       ...(instructions !== undefined ? [{ role: "system", content: instructions }] : []),
-      { role: "user", content: input },
+      ...turns.map((turn) => ({
+        role: turn.role === "developer" ? "system" : turn.role,
+        content: turn.content,
+      })),
     ];
     return this.template.render({ messages, add_generation_prompt: true, ...this.specialTokens });
   }
 
-  /** A rendered chat template already holds its special tokens; plain text gets the tokenizer's. */
   encode(instructions: string | undefined, input: string): number[] {
-    return this.tokenizer.encode(this.render(instructions, input), {
+    return this.encodeTurns(instructions, [{ role: "user", content: input }]);
+  }
+
+  /** A rendered chat template already holds its special tokens; plain text gets the tokenizer's. */
+  encodeTurns(instructions: string | undefined, turns: readonly ChatMessage[]): number[] {
+    return this.tokenizer.encode(this.renderTurns(instructions, turns), {
       addSpecialTokens: !this.template,
     }).ids;
   }

@@ -1,3 +1,4 @@
+import type { ChatMessage } from "../../api/input-items.js";
 import type { ResponsesRequest } from "../../api/responses-request.js";
 import { RuntimeErrors } from "../errors.js";
 import type { ModelSession } from "../engine/session.js";
@@ -8,6 +9,8 @@ import type { DecoderIO } from "./decoder-io.js";
 import { generate, type DecodeJob, type Generated } from "./generate.js";
 import type { PromptBuilder } from "./prompt.js";
 import { chooseSampler } from "./sampler.js";
+import type { StopReason } from "./stopping.js";
+import { TokenText } from "./token-stream.js";
 
 /** A request turned into prompt ids, within the token limit. */
 export interface PreparedGeneration {
@@ -26,6 +29,7 @@ export interface GenerationOutcome {
   inputTokens: number;
   outputTokens: number;
   incomplete: boolean;
+  stopReason: StopReason;
   firstTokenMs: number;
 }
 
@@ -53,7 +57,10 @@ export class TextGenerator {
   /** Tokenizes and applies the token limit; throws the 420 error when it must. */
   prepare(request: ResponsesRequest): PreparedGeneration {
     const { maxTokens, policy } = this.limits;
-    let promptIds = this.prompt.encode(request.instructions, request.input);
+    const { instructions } = request;
+    const turns = request.input_messages ?? [{ role: "user", content: request.input }];
+    let promptIds = this.prompt.encodeTurns(instructions, turns);
+    const whole = promptIds.length;
     const decision = decideTokenLimit({
       inputTokens: promptIds.length,
       maxTokens,
@@ -65,12 +72,23 @@ export class TextGenerator {
       throw RuntimeErrors.contextLengthExceeded(promptIds.length, decision.limit);
     }
     if (decision.kind === "truncate") {
-      const measure = (text: string) => this.prompt.encode(request.instructions, text).length;
-      const kept = truncateStart(this.tokenizer, request.input, decision.budget, measure);
-      if (kept === null) {
-        throw RuntimeErrors.contextLengthExceeded(promptIds.length, decision.budget);
+      // The oldest turns go first, whole; then the start of the oldest one left.
+      let kept = turns;
+      while (
+        kept.length > 1 &&
+        this.prompt.encodeTurns(instructions, kept).length > decision.budget
+      ) {
+        kept = kept.slice(1);
       }
-      promptIds = this.prompt.encode(request.instructions, kept);
+      promptIds = this.prompt.encodeTurns(instructions, kept);
+      if (promptIds.length > decision.budget) {
+        const [oldest, ...rest] = kept as [ChatMessage, ...ChatMessage[]];
+        const measure = (text: string) =>
+          this.prompt.encodeTurns(instructions, [{ ...oldest, content: text }, ...rest]).length;
+        const cut = truncateStart(this.tokenizer, oldest.content, decision.budget, measure);
+        if (cut === null) throw RuntimeErrors.contextLengthExceeded(whole, decision.budget);
+        promptIds = this.prompt.encodeTurns(instructions, [{ ...oldest, content: cut }, ...rest]);
+      }
     }
     const room = maxTokens - promptIds.length;
     const requested = request.max_output_tokens ?? Infinity;
@@ -84,12 +102,22 @@ export class TextGenerator {
   }
 
   /** The decode loop's view of a prepared request. */
-  job(prepared: PreparedGeneration, random: () => number): DecodeJob {
+  job(
+    prepared: PreparedGeneration,
+    random: () => number,
+    onToken?: (id: number) => void,
+  ): DecodeJob {
     return {
       promptIds: prepared.promptIds,
       maxNewTokens: prepared.maxNewTokens,
       sampler: chooseSampler({ temperature: prepared.temperature, topP: prepared.topP }, random),
+      onToken,
     };
+  }
+
+  /** Text out of tokens as they come, for one streamed sequence. */
+  textStream(): TokenText {
+    return new TokenText((ids) => this.tokenizer.decode(ids));
   }
 
   outcome(prepared: PreparedGeneration, result: Generated): GenerationOutcome {
@@ -99,6 +127,7 @@ export class TextGenerator {
       inputTokens: prepared.promptIds.length,
       outputTokens: result.ids.length,
       incomplete: result.stopReason !== "eos",
+      stopReason: result.stopReason,
       firstTokenMs: result.firstTokenMs,
     };
   }

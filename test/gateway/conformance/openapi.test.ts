@@ -198,7 +198,10 @@ describe("openapi · 2.1 · the request body schema", () => {
     (route) => {
       expect(body(route).required).toEqual(expect.arrayContaining(["model", "input"]));
       expect(props(route).model).toMatchObject({ type: "string" });
-      expect(props(route).input).toMatchObject({ type: "string" });
+      // A string, or a list of message items as the OpenAI clients send a conversation.
+      const input = JSON.stringify(props(route).input);
+      expect(input).toContain('"type":"string"');
+      expect(input).toContain('"type":"array"');
     },
   );
 
@@ -238,6 +241,18 @@ describe("openapi · 2.1 · the request body schema", () => {
       additionalProperties: { type: "string", maxLength: 512 },
     });
     expect(JSON.stringify(p1.max_output_tokens)).toContain('"maximum":2147483647');
-    expect(JSON.stringify(p1.stream)).not.toContain("true");
+    expect(JSON.stringify(p1.stream)).toContain('"boolean"');
+  });
+
+  it("openapi · streaming · a 200 may be text/event-stream, its events described", () => {
+    for (const route of ["/v1/responses", "/pay/v1/responses"]) {
+      const ok = (((doc.paths as Json)[route] as Json).post as Json).responses as Json;
+      const content = (ok["200"] as Json).content as Json;
+      expect(Object.keys(content).sort()).toEqual(["application/json", "text/event-stream"]);
+      const events = JSON.stringify((content["text/event-stream"] as Json).schema);
+      for (const type of ["response.created", "response.output_text.delta", "response.completed"]) {
+        expect(events).toContain(type);
+      }
+    }
   });
 });

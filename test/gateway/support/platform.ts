@@ -66,6 +66,11 @@ export interface PlatformOptions {
   /** Leave the payment route unconfigured. */
   withoutPayments?: boolean;
   config?: Partial<GatewayConfig>;
+  /**
+   * The generated decoder behind `tiny-gpt` (that fixture unless given):
+   * `bench-gpt` is slow enough per token to leave mid-stream.
+   */
+  gptFixture?: string;
 }
 
 /** A server that accepts connections and never answers: a runtime stuck mid-inference. */
@@ -92,7 +97,7 @@ function modelYaml(name: string, spec: string, endpoint: string | null): string 
 export async function startPlatform(options: PlatformOptions = {}): Promise<Platform> {
   const dir = await mkdtemp(join(tmpdir(), "platform-"));
   const gpt = await startRuntime({
-    path: await fixtureFolder("tiny-gpt"),
+    path: await fixtureFolder(options.gptFixture ?? "tiny-gpt"),
     modelId: "tiny-gpt",
     maxTokens: 256,
     overflow: "error",

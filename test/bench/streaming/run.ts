@@ -1,0 +1,136 @@
+// `npx tsx test/bench/streaming/run.ts [--quick]`: streaming figures of issue 16.
+// (a) The runtime on SmolLM2 (bench-gpt when ../shared/models lacks it):
+//     time to first token of a stream, and tokens/s streamed against the same
+//     greedy request answered whole (target: at least 0.98x).
+// (b) Time to first token through the gateway against the runtime directly,
+//     at 1 and 16 concurrent clients (target: under 1 ms added at p50).
+// Everything runs in this one process (runtime, gateway, clients), so the
+// figures include the clients' own share of the CPU: a rough guide, not a
+// verdict, on a loaded machine. Prints one table.
+import { pino } from "pino";
+import { fixtureFolder, startRuntime } from "../../runtime/support/runtime-server.js";
+import { sharedModel } from "../../support/shared-models.js";
+import { startPlatform } from "../../gateway/support/platform.js";
+
+const quick = process.argv.includes("--quick");
+const ROUNDS = quick ? 3 : 10;
+
+interface Timed {
+  firstMs: number;
+  totalMs: number;
+  outputTokens: number;
+}
+
+/** One request, timed to its first delta (stream) and to its end. */
+async function timed(
+  url: string,
+  body: object,
+  headers: Record<string, string> = {},
+): Promise<Timed> {
+  const started = performance.now();
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
+  if (response.status !== 200)
+    throw new Error(`${url}: ${response.status} ${await response.text()}`);
+  let firstMs = NaN;
+  let text = "";
+  const decoder = new TextDecoder();
+  for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
+    text += decoder.decode(chunk, { stream: true });
+    if (Number.isNaN(firstMs) && text.includes("output_text.delta"))
+      firstMs = performance.now() - started;
+  }
+  const totalMs = performance.now() - started;
+  const usage = /"output_tokens":(\d+)/g;
+  let outputTokens = 0;
+  for (let m = usage.exec(text); m; m = usage.exec(text)) outputTokens = Number(m[1]);
+  return { firstMs: Number.isNaN(firstMs) ? totalMs : firstMs, totalMs, outputTokens };
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? NaN;
+};
+const rows: string[][] = [];
+const row = (...cells: string[]) => rows.push(cells);
+
+async function runtimeSection(): Promise<void> {
+  const smol = sharedModel("smollm2-135m-instruct");
+  const path = smol ?? (await fixtureFolder("bench-gpt"));
+  const modelId = smol ? "smollm2" : "bench-gpt";
+  const runtime = await startRuntime(
+    { path, modelId, ...(smol ? { onnxFile: "onnx/model_quantized.onnx" } : {}) },
+    {},
+    Math.random,
+    pino({ level: "silent" }),
+  );
+  try {
+    const body = {
+      model: modelId,
+      input: "Write a short story about a lighthouse keeper.",
+      temperature: 0,
+      max_output_tokens: 64,
+    };
+    const url = `${runtime.url}/v1/responses`;
+    await timed(url, body); // warm
+    const whole: Timed[] = [];
+    const streamed: Timed[] = [];
+    for (let i = 0; i < ROUNDS; i++) {
+      whole.push(await timed(url, body));
+      streamed.push(await timed(url, { ...body, stream: true }));
+    }
+    const rate = (t: Timed[]) => median(t.map((r) => (r.outputTokens / r.totalMs) * 1000));
+    const ratio = rate(streamed) / rate(whole);
+    row(`runtime ${modelId}: whole answer`, `${rate(whole).toFixed(1)} tok/s`, "");
+    row(
+      `runtime ${modelId}: stream`,
+      `${rate(streamed).toFixed(1)} tok/s, first token ${median(streamed.map((r) => r.firstMs)).toFixed(1)} ms`,
+      `${ratio.toFixed(3)}x ${ratio >= 0.98 ? "PASS" : "MISS"} (>= 0.98x)`,
+    );
+  } finally {
+    await runtime.close();
+  }
+}
+
+async function gatewaySection(): Promise<void> {
+  const p = await startPlatform();
+  try {
+    const body = {
+      model: "tiny-gpt",
+      input: "Hello",
+      temperature: 0,
+      max_output_tokens: 8,
+      stream: true,
+    };
+    const direct = `${p.runtimes.gpt.url}/v1/responses`;
+    const through = `${p.url}/v1/responses`;
+    const headers = { "x-api-key": p.keys.acme.key };
+    await timed(direct, body);
+    await timed(through, body, headers);
+    for (const clients of [1, 16]) {
+      const firsts = { direct: [] as number[], through: [] as number[] };
+      for (let i = 0; i < ROUNDS * 3; i++) {
+        const batch = (url: string, h: Record<string, string>) =>
+          Promise.all(Array.from({ length: clients }, () => timed(url, body, h)));
+        firsts.direct.push(...(await batch(direct, {})).map((r) => r.firstMs));
+        firsts.through.push(...(await batch(through, headers)).map((r) => r.firstMs));
+      }
+      const added = median(firsts.through) - median(firsts.direct);
+      row(
+        `gateway, ${clients} client(s): first token`,
+        `direct ${median(firsts.direct).toFixed(2)} ms, through ${median(firsts.through).toFixed(2)} ms`,
+        `+${added.toFixed(2)} ms ${added < 1 ? "PASS" : "MISS"} (< 1 ms at p50)`,
+      );
+    }
+  } finally {
+    await p.close();
+  }
+}
+
+await runtimeSection();
+await gatewaySection();
+const widths = [0, 1, 2].map((c) => Math.max(...rows.map((r) => r[c]!.length)));
+for (const r of rows) console.log(r.map((cell, c) => cell.padEnd(widths[c]!)).join("  "));
