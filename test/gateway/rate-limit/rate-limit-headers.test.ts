@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { formatResetDuration } from "../../../gateway/rate-limit/rate-limit-headers.js";
 import { GEN, read } from "../conformance/support.js";
+import { parseEventStream } from "../../support/sse-events.js";
 import { startPlatform, type Platform } from "../support/platform.js";
 
 describe("formatResetDuration", () => {
@@ -80,6 +81,28 @@ describe("x-ratelimit-* headers", () => {
     const retryAfter = Number(second.headers.get("retry-after"));
     expect(retryAfter).toBeGreaterThanOrEqual(Math.floor((296 - remaining) / 5));
     expect(retryAfter).toBeLessThanOrEqual(Math.ceil((296 - remaining) / 5) + 1);
+  });
+
+  it("a stream keeps its reservation until it ends, then settles with its last event's usage", async () => {
+    // Another key, so the bucket starts full: 300 tokens.
+    const key = p.keys.acmeWeb.key;
+    const body = { ...GEN, max_output_tokens: 40 };
+    const streamed = await p.api({ ...body, stream: true }, { key });
+    expect(streamed.status).toBe(200);
+    expect(streamed.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    // Reserved as the stream starts: 296 of 300 held.
+    expect(Number(streamed.headers.get("x-ratelimit-remaining-tokens"))).toBeLessThanOrEqual(4 + 5);
+    const events = parseEventStream(await streamed.text());
+    const last = events.at(-1)!.data as { response: { usage: Record<string, number> } };
+    const used = last.response.usage.input_tokens! + last.response.usage.output_tokens!;
+    expect(used).toBeLessThan(296);
+    await new Promise((r) => setTimeout(r, 50));
+    // Settled with what the stream used, not given back whole as its headers left.
+    const second = await read(p.api(body, { key }));
+    expect(second.status).toBe(429);
+    const remaining = Number(second.headers.get("x-ratelimit-remaining-tokens"));
+    expect(remaining).toBeGreaterThanOrEqual(300 - used);
+    expect(remaining).toBeLessThan(300 - used + 10);
   });
 
   it("the payment route carries them for the buying agent", async () => {
