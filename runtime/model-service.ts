@@ -164,11 +164,17 @@ export class ModelService {
       instructions: "a, b",
       max_output_tokens: 2,
       temperature: 0,
-      truncation: "auto",
+      truncation: "auto" as const,
       parallel_tool_calls: true,
       store: true,
-    } as const;
-    await this.respond(request);
+    };
+    const lane = this.lane;
+    // A zero-shot extractor has no labels of its own: it is asked for one.
+    const metadata =
+      lane.task === "entity-extraction" && lane.extractor.labels === null
+        ? { labels: "person" }
+        : undefined;
+    await this.respond({ ...request, ...(metadata ? { metadata } : {}) });
   }
 
   /** Stops taking requests (503); those already admitted or waiting still run. */

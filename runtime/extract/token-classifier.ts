@@ -56,6 +56,7 @@ export class TokenClassifier implements EntityExtractor<PreparedTokens> {
   readonly labels: readonly string[];
   private readonly tags: Tag[];
   private readonly specialIds: Set<number>;
+  private readonly unknownId: number | undefined;
 
   constructor(
     private readonly session: ModelSession,
@@ -65,6 +66,7 @@ export class TokenClassifier implements EntityExtractor<PreparedTokens> {
     this.tags = options.labels.map(parseTag);
     this.labels = entityTypes(this.tags);
     this.specialIds = tokenizer.specialIds();
+    this.unknownId = tokenizer.tokenId("[UNK]");
   }
 
   /** Content tokens a window holds: the positions less the special tokens around them. */
@@ -88,10 +90,6 @@ export class TokenClassifier implements EntityExtractor<PreparedTokens> {
     const spans = tokenOffsets(text, pieces, this.options.normalizer);
     const windows = splitWindows(ids.length, this.windowCapacity, this.options.overlap);
     return { text, settings, inputTokens: ids.length, ids, spans, special, windows };
-  }
-
-  private get unknownId(): number | undefined {
-    return this.tokenizer.tokenId("[UNK]");
   }
 
   async runBatch(batch: readonly PreparedTokens[]): Promise<ExtractedEntity[][]> {
