@@ -90,6 +90,24 @@ describe.skipIf(!piiModelPath)("entity extraction through the gateway", () => {
     expect(String((answer.body.error as Json).message)).toContain("GIVEN_NAME");
   });
 
+  it("is in the OpenAPI document: the request variant with its options, the annotation shape", async () => {
+    const doc = (await read(fetch(`${p.url}/openapi.json`))).body;
+    const text = JSON.stringify(doc);
+    const variant = JSON.stringify(
+      (JSON.parse(text) as { paths: Record<string, Json> }).paths["/v1/responses"],
+    );
+    expect(variant).toContain('"title":"Entity extraction request"');
+    expect(variant).toContain(`"enum":["${PII_MODEL}"]`);
+    for (const option of ["usecase", "labels", "threshold", "mask", "replacement_char", "schema"]) {
+      expect(variant).toContain(`"${option}":{`);
+    }
+    // Only the extraction variant states the values the options take.
+    expect(variant).toContain('"mask":{"type":"string","enum":["true","false"]}');
+    expect(variant).toContain('"usecase":{"type":"string","enum":["pii","contact","address"]}');
+    expect(text).toContain('"title":"Entity annotation"');
+    expect(text).toContain('"start_index"');
+  });
+
   it("lets a generation model take the same keys as plain metadata", async () => {
     const answer = await read(
       p.api({ ...GEN, metadata: { threshold: "2", mask: "yes", team: "core" } }),
