@@ -15,8 +15,11 @@ export const SCHEMA_FIELDS_MAX = 20;
 export const SCHEMA_MAX_LENGTH = 4096;
 export const DEFAULT_THRESHOLD = 0.5;
 
-/** A decimal number (optionally with an exponent); the range is checked after. */
-export const THRESHOLD_PATTERN = /^(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$/;
+/**
+ * A decimal number from 0 to 1 ("0", "0.35", ".5", "1", "1.0"), so the
+ * OpenAPI document's pattern states the whole rule.
+ */
+export const THRESHOLD_PATTERN = /^(?:0(?:\.[0-9]+)?|1(?:\.0+)?|\.[0-9]+)$/;
 export const ENTITY_LABEL_LIST_PATTERN = labelListPattern(ENTITY_LABELS_MAX);
 /** The `replacement_char` that asks for a placeholder per entity (`[EMAIL]`) instead of a character. */
 export const LABEL_PLACEHOLDER = "[label]";

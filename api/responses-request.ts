@@ -12,6 +12,7 @@ import {
   SCHEMA_MAX_LENGTH,
   THRESHOLD_PATTERN,
   USECASE_NAMES,
+  USECASES,
   parseExtractionOptions,
 } from "./entity-options.js";
 
@@ -283,6 +284,27 @@ const extractionMetadataSchema = z
   })
   .meta({
     ...METADATA_SHAPE,
+    // The rules between options, as JSON Schema states them (parseExtractionOptions applies them).
+    allOf: [
+      { not: { required: ["schema", "labels"] } },
+      { not: { required: ["schema", "usecase"] } },
+      { if: { required: ["schema"] }, then: { properties: { mask: { const: "false" } } } },
+      {
+        if: { required: ["replacement_char"] },
+        then: {
+          anyOf: [
+            { required: ["mask"], properties: { mask: { const: "true" } } },
+            {
+              required: ["usecase"],
+              not: { required: ["mask"] },
+              properties: {
+                usecase: { enum: USECASE_NAMES.filter((name) => USECASES[name].mask) },
+              },
+            },
+          ],
+        },
+      },
+    ],
     description:
       "Up to 16 string key/value pairs, echoed in the response; the entity-extraction options (usecase, schema, labels, threshold, mask, replacement_char) are read and not echoed",
   });

@@ -61,6 +61,7 @@ describe("entity-extraction options in metadata", () => {
     [{ threshold: "-0.1" }, "metadata.threshold"],
     [{ threshold: "1.01" }, "metadata.threshold"],
     [{ threshold: "0x1" }, "metadata.threshold"],
+    [{ threshold: "1e-1" }, "metadata.threshold"],
     [{ mask: "TRUE" }, "metadata.mask"],
     [{ mask: "true", replacement_char: " " }, "metadata.replacement_char"],
     [{ mask: "true", replacement_char: "**" }, "metadata.replacement_char"],
