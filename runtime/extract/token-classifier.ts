@@ -33,6 +33,8 @@ export interface TokenClassifierOptions {
   prefixIds: readonly number[];
   suffixIds: readonly number[];
   normalizer: NormalizerFlags;
+  /** WordPiece's token for a word it cannot split (`[UNK]`): it stands for the whole word. */
+  unknownToken: string;
   /**
    * Padded tokens per model run at most: a batch of long windows is split
    * into several runs, so attention's memory stays bounded.
@@ -66,7 +68,7 @@ export class TokenClassifier implements EntityExtractor<PreparedTokens> {
     this.tags = options.labels.map(parseTag);
     this.labels = entityTypes(this.tags);
     this.specialIds = tokenizer.specialIds();
-    this.unknownId = tokenizer.tokenId("[UNK]");
+    this.unknownId = tokenizer.tokenId(options.unknownToken);
   }
 
   /** Content tokens a window holds: the positions less the special tokens around them. */

@@ -21,9 +21,29 @@ export interface NormalizerFlags {
   stripAccents: boolean;
 }
 
-/** BertNormalizer's flags from tokenizer.json, with the library's defaults. */
-export function normalizerFlagsFrom(tokenizerJson: Record<string, unknown>): NormalizerFlags {
-  const config = (tokenizerJson.normalizer ?? {}) as Record<string, unknown>;
+/**
+ * BertNormalizer's flags from tokenizer.json, with the library's defaults, or
+ * the reason the replay cannot follow this tokenizer: it knows BERT's
+ * WordPiece pipeline only (normalizer, pre-tokenizer and `##` pieces).
+ */
+export function normalizerFlagsFrom(
+  tokenizerJson: Record<string, unknown>,
+): NormalizerFlags | string {
+  const model = (tokenizerJson.model ?? {}) as Record<string, unknown>;
+  if (model.type !== "WordPiece") {
+    return `token offsets are found for WordPiece tokenizers only; this one is ${String(model.type)}`;
+  }
+  const pre = (tokenizerJson.pre_tokenizer ?? null) as Record<string, unknown> | null;
+  if (pre?.type !== "BertPreTokenizer") {
+    return `token offsets need BERT's pre-tokenizer; this tokenizer has ${typeof pre?.type === "string" ? pre.type : "none"}`;
+  }
+  const config = (tokenizerJson.normalizer ?? null) as Record<string, unknown> | null;
+  if (config === null) {
+    return { cleanText: false, handleChineseChars: false, lowercase: false, stripAccents: false };
+  }
+  if (config.type !== "BertNormalizer") {
+    return `token offsets need BERT's normalizer (or none); this tokenizer has ${String(config.type)}`;
+  }
   const lowercase = config.lowercase !== false;
   return {
     cleanText: config.clean_text !== false,

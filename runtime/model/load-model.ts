@@ -238,13 +238,21 @@ function tokenClassifierOf(
       `${folder.path}: cannot find the tokenizer's special tokens around a sequence`,
     );
   }
+  const normalizer = normalizerFlagsFrom(folder.tokenizerJson);
+  if (typeof normalizer === "string") throw modelLoadError(`${folder.path}: ${normalizer}`);
   return new TokenClassifier(session, tokenizer, {
     ...common,
     labels,
     overlap: Math.min(DEFAULT_WINDOW_OVERLAP, Math.floor(common.contextLength / 4)),
     prefixIds: full.slice(0, at),
     suffixIds: full.slice(at + 1),
-    normalizer: normalizerFlagsFrom(folder.tokenizerJson),
+    normalizer,
+    unknownToken: unknownTokenOf(folder.tokenizerJson),
     maxRunTokens: DEFAULT_MAX_RUN_TOKENS,
   });
+}
+
+function unknownTokenOf(tokenizerJson: Record<string, unknown>): string {
+  const token = (tokenizerJson.model as { unk_token?: unknown } | undefined)?.unk_token;
+  return typeof token === "string" ? token : "[UNK]";
 }

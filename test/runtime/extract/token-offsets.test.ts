@@ -26,7 +26,9 @@ describe.skipIf(!rampart.available)("token offsets replayed from BERT's normaliz
     readFileSync(join(rampart.path, "tokenizer_config.json"), "utf8"),
   ) as Record<string, unknown>;
   const tokenizer = new TextTokenizer(json, config);
-  const flags = normalizerFlagsFrom(json);
+  const read = normalizerFlagsFrom(json);
+  if (typeof read === "string") throw new Error(read);
+  const flags = read;
 
   function spansOf(text: string) {
     const { ids, tokens } = tokenizer.pieces(text);
@@ -71,6 +73,11 @@ describe.skipIf(!rampart.available)("token offsets replayed from BERT's normaliz
     expect([unknown.start, unknown.end, unknown.text]).toEqual([3, 5, "😀"]);
     const john = spans.find((s) => s.token === "john")!;
     expect([john.start, john.end]).toEqual([6, 10]);
+  });
+
+  it("refuses a tokenizer whose offsets it cannot replay, saying why", () => {
+    expect(normalizerFlagsFrom({ ...json, model: { type: "BPE" } })).toMatch(/WordPiece.*BPE/);
+    expect(normalizerFlagsFrom({ ...json, normalizer: { type: "NFKC" } })).toMatch(/NFKC/);
   });
 
   it("places a special token typed in the text over its characters", () => {
