@@ -154,3 +154,33 @@ describe.skipIf(!rampart.available)("entity extraction through the runtime's HTT
     expect(body.error?.message).toMatch(message);
   });
 });
+
+describe.skipIf(!rampart.available)("entity extraction past the model's maxTokens", () => {
+  let runtime: RunningRuntime;
+  beforeAll(async () => {
+    // Truncation allowed by policy and by the request: extraction refuses anyway.
+    runtime = await startRuntime({
+      path: rampart.path,
+      modelId: MODEL,
+      maxTokens: 10,
+      overflow: "truncate",
+    });
+  });
+  afterAll(async () => {
+    await runtime?.close();
+  });
+
+  it("answers 420 rather than reading (or masking) only part of the input", async () => {
+    const response = await runtime.post({
+      model: MODEL,
+      input: SENTENCE,
+      truncation: "auto",
+      metadata: { mask: "true" },
+    });
+    expect(response.status).toBe(420);
+    const body = (await response.json()) as Answer;
+    expect(body.error?.message).toMatch(/14 tokens.*at most 10/);
+    const short = await runtime.post({ model: MODEL, input: "Call John Smith." });
+    expect(short.status).toBe(200);
+  });
+});
