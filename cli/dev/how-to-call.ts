@@ -17,6 +17,13 @@ export interface CallContext {
 }
 
 export function sampleBody(model: RoutableModel): string {
+  if (model.task === "entity-extraction") {
+    return JSON.stringify({
+      model: model.id,
+      input: "John Smith lives in Paris and his email is john@example.com",
+      metadata: { usecase: "pii" },
+    });
+  }
   return model.task === "zero-shot-classification"
     ? JSON.stringify({
         model: model.id,
@@ -88,8 +95,8 @@ export function banner(context: BannerContext): string[] {
     lines.push(
       "The built-in models are generated test models with random weights: tiny-gpt's text is",
       'noise (and often "incomplete": it stops at max_output_tokens), tiny-nli knows sports,',
-      "politics, cooking and technology words. To serve the real SmolLM2 and all-MiniLM-L6-v2",
-      "from ../shared/models beside this checkout instead:",
+      "politics, cooking and technology words. To serve the real SmolLM2, all-MiniLM-L6-v2",
+      "and rampart-pii (entity extraction) from ../shared/models beside this checkout instead:",
       "  npm run dev -- --models-dir examples/shared-models",
       "",
     );

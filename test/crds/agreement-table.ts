@@ -47,6 +47,7 @@ export const valid: [string, unknown][] = [
       pricing: { serviceSlug: "tiny", currency: "EUR", inputPerMillionTokens: "0.50" },
     }),
   ],
+  ["an entity-extraction model", withSpec({ task: "entity-extraction" })],
   [
     "minReplicas equal to maxReplicas",
     withSpec({ autoscaling: { minReplicas: 3, maxReplicas: 3 } }),

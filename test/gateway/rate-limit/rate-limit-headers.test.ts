@@ -93,7 +93,7 @@ describe("x-ratelimit-* headers", () => {
     // Reserved as the stream starts: 296 of 300 held.
     expect(Number(streamed.headers.get("x-ratelimit-remaining-tokens"))).toBeLessThanOrEqual(4 + 5);
     const events = parseEventStream(await streamed.text());
-    const last = events.at(-1)!.data as { response: { usage: Record<string, number> } };
+    const last = events.at(-1)!.data as unknown as { response: { usage: Record<string, number> } };
     const used = last.response.usage.input_tokens! + last.response.usage.output_tokens!;
     expect(used).toBeLessThan(296);
     await new Promise((r) => setTimeout(r, 50));

@@ -119,6 +119,27 @@ const cases: Case[] = [
     fetchExact: true,
   },
   {
+    name: "entity extraction",
+    input: {
+      name: "pii",
+      spec: {
+        task: "entity-extraction",
+        source: { uri: "s3://models/rampart-pii" },
+        runtime: { maxBatchSize: 8 },
+      },
+    },
+    replicas: 1,
+    fetch: ["--source=s3://models/rampart-pii", "--dest=/models/pii"],
+    serve: [
+      "--model-path=/models/pii",
+      "--model-id=pii",
+      "--task=entity-extraction",
+      "--overflow=truncate",
+      "--max-batch-size=8",
+    ],
+    resources: {},
+  },
+  {
     name: "longest name",
     input: { name: LONGEST_NAME, spec: { replicas: 0 } },
     replicas: 0,
