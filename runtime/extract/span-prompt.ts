@@ -1,0 +1,103 @@
+import { modelLoadError } from "../errors.js";
+import type { TextTokenizer } from "../engine/tokenizer.js";
+import type { SpanConfig } from "./span-config.js";
+
+/**
+ * GLiNER's input for one window: `[CLS] <<ENT>> label1 <<ENT>> label2 <<SEP>>
+ * word1 word2 ... [SEP]`, every prompt entry and every word tokenized on its
+ * own (GLiNER hands the tokenizer pre-split words), and `words_mask` holding
+ * the 1-based word number at each word's first piece, 0 elsewhere.
+ */
+export interface SpanRow {
+  ids: number[];
+  wordsMask: number[];
+  /** Words in this row: the model's text_lengths. */
+  words: number;
+}
+
+/** Distinct words met before the piece cache starts over (a text repeats its words). */
+const PIECE_CACHE_SIZE = 8192;
+
+export class SpanPromptEncoder {
+  private readonly entId: number;
+  private readonly sepId: number;
+  /** The tokenizer's own special tokens around one sequence ([CLS] ... [SEP] for BERT). */
+  private readonly prefix: number[];
+  private readonly suffix: number[];
+  private readonly pieceCache = new Map<string, number[]>();
+
+  constructor(
+    private readonly tokenizer: TextTokenizer,
+    config: SpanConfig,
+    where: string,
+  ) {
+    const id = (token: string) => {
+      const found = tokenizer.tokenId(token);
+      if (found === undefined) {
+        throw modelLoadError(
+          `${where}: the tokenizer has no '${token}' token, which gliner_config.json names`,
+        );
+      }
+      return found;
+    };
+    this.entId = id(config.entToken);
+    this.sepId = id(config.sepToken);
+    // Where the special tokens go, read from the tokenizer's post-processor around a marker.
+    const framed = tokenizer.encode(config.sepToken, { addSpecialTokens: true }).ids;
+    const at = framed.indexOf(this.sepId);
+    if (at === -1) {
+      throw modelLoadError(
+        `${where}: the tokenizer does not keep '${config.sepToken}' as one token`,
+      );
+    }
+    this.prefix = framed.slice(0, at);
+    this.suffix = framed.slice(at + 1);
+  }
+
+  /** Tokens the frame and the prompt take, beside the text's own. */
+  frameTokens(prompt: readonly number[]): number {
+    return this.prefix.length + prompt.length + this.suffix.length;
+  }
+
+  /** `<<ENT>> label ... <<SEP>>` as ids. */
+  promptIds(labels: readonly string[]): number[] {
+    const ids: number[] = [];
+    for (const label of labels) ids.push(this.entId, ...this.pieces(label));
+    ids.push(this.sepId);
+    return ids;
+  }
+
+  /** A word's pieces, as the tokenizer cuts it alone. */
+  pieces(word: string): number[] {
+    let ids = this.pieceCache.get(word);
+    if (ids === undefined) {
+      ids = this.tokenizer.encode(word, { addSpecialTokens: false }).ids;
+      if (this.pieceCache.size >= PIECE_CACHE_SIZE) this.pieceCache.clear();
+      this.pieceCache.set(word, ids);
+    }
+    return ids;
+  }
+
+  /**
+   * One window's row. `budget` caps the text's tokens: only a single word
+   * longer than a whole window is cut, and its first piece, the one the model
+   * reads, is always kept.
+   */
+  row(prompt: readonly number[], words: ReadonlyArray<readonly number[]>, budget: number): SpanRow {
+    const ids = [...this.prefix, ...prompt];
+    const wordsMask = ids.map(() => 0);
+    let room = Math.max(1, budget);
+    words.forEach((pieces, w) => {
+      pieces.slice(0, Math.max(1, room)).forEach((id, i) => {
+        ids.push(id);
+        wordsMask.push(i === 0 ? w + 1 : 0);
+      });
+      room -= pieces.length;
+    });
+    for (const id of this.suffix) {
+      ids.push(id);
+      wordsMask.push(0);
+    }
+    return { ids, wordsMask, words: words.length };
+  }
+}
