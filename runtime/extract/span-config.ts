@@ -30,6 +30,11 @@ export interface SpanConfig {
   sepToken: string;
 }
 
+/** A folder with gliner_config.json holds a GLiNER checkpoint. */
+export function hasSpanConfig(folder: string): boolean {
+  return existsSync(join(folder, GLINER_CONFIG_FILE));
+}
+
 /** A session is a span model when it takes span_idx; the method is read from the graph. */
 export function isSpanSession(inputs: readonly ValueInfo[]): boolean {
   return inputs.some((input) => input.name === "span_idx");

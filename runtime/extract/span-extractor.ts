@@ -1,3 +1,4 @@
+import { ENTITY_LABELS_MAX } from "../../api/entity-options.js";
 import { HttpErrors } from "../../lib/http/http-errors.js";
 import { RuntimeErrors } from "../errors.js";
 import type { ModelSession } from "../engine/session.js";
@@ -25,17 +26,18 @@ import { splitWords, type Word } from "./span-words.js";
 
 /**
  * Most labels one request may ask of a span model: GLiNER's max_types, the
- * number of entity types its checkpoints are trained to read in one prompt.
+ * number of entity types its checkpoints are trained to read in one prompt,
+ * and the request schema's bound on metadata.labels.
  */
-export const SPAN_LABELS_MAX = 25;
+export const SPAN_LABELS_MAX = ENTITY_LABELS_MAX;
 /** Rows (windows) per model run: a long text's windows are run a few at a time. */
 const ROWS_PER_RUN = 8;
 /** Text tokens a window keeps beside the prompt, at the least: labels must leave room. */
 const MIN_TEXT_TOKENS = 16;
 
 export interface SpanExtractorOptions {
-  /** The InferenceModel's maxTokens: the most text tokens a request may carry. */
-  maxTokens: number;
+  /** The InferenceModel's maxTokens: the most text tokens a request may carry; null for no bound. */
+  maxTokens: number | null;
   /** Positions the encoder takes: a window's prompt and text together. */
   contextLength: number;
   padId: number;
@@ -75,7 +77,8 @@ export class SpanExtractor implements EntityExtractor<PreparedSpan> {
     const words = splitWords(text);
     const pieces = words.map((word) => this.encoder.pieces(word.text));
     const textTokens = pieces.reduce((sum, p) => sum + p.length, 0);
-    if (textTokens > this.options.maxTokens) {
+    // Never truncated, as with token classification: a masked answer must not keep an unread tail.
+    if (this.options.maxTokens !== null && textTokens > this.options.maxTokens) {
       throw RuntimeErrors.contextLengthExceeded(textTokens, this.options.maxTokens);
     }
     const counts = pieces.map((p) => p.length);

@@ -1,10 +1,11 @@
-import { cp, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ModelSession } from "../../../runtime/engine/session.js";
 import { TextTokenizer } from "../../../runtime/engine/tokenizer.js";
 import { loadSpanExtractor } from "../../../runtime/extract/span-extractor.js";
+import { loadModel } from "../../../runtime/model/load-model.js";
 import { readModelFolder } from "../../../runtime/model/model-folder.js";
 import { fixtureFolder } from "../support/runtime-server.js";
 
@@ -73,5 +74,51 @@ describe("a span model folder that cannot be served fails at load with the reaso
     await expect(load(folder, await fixtureFolder("tiny-nli"))).rejects.toThrow(
       /the tokenizer has no '<<ENT>>' token/,
     );
+  });
+});
+
+describe("the runtime reads a span model from its files", () => {
+  it("serves a folder with gliner_config.json as span entity extraction", async () => {
+    const model = await loadModel({
+      path: await fixtureFolder("tiny-gliner"),
+      overflow: "error",
+      threads: 1,
+    });
+    try {
+      expect(model.task).toBe("entity-extraction");
+      if (model.task === "entity-extraction") expect(model.extractor.method).toBe("span");
+    } finally {
+      await model.session.release();
+    }
+  });
+
+  it("takes the encoder's config from gliner_config.json when there is no config.json", async () => {
+    const folder = await copyOfGliner();
+    await rm(join(folder, "config.json"));
+    const glinerConfig = JSON.parse(
+      await readFile(join(folder, "gliner_config.json"), "utf8"),
+    ) as Record<string, unknown>;
+    const encoder = { max_position_embeddings: 64, pad_token_id: 0 };
+    await writeFile(
+      join(folder, "gliner_config.json"),
+      JSON.stringify({ ...glinerConfig, encoder_config: encoder }),
+    );
+    const model = await loadModel({ path: folder, overflow: "error", threads: 1 });
+    try {
+      if (model.task !== "entity-extraction") throw new Error(`served as ${model.task}`);
+      // 64 positions, not the tokenizer's 512: a 50-token label leaves the text too little room.
+      const long = "x ".repeat(50).trim();
+      expect(() => model.extractor.prepare("Alice", { labels: [long], threshold: 0.5 })).toThrow(
+        expect.objectContaining({ param: "metadata.labels" }),
+      );
+      const [entities] = await model.extractor.runBatch([
+        model.extractor.prepare("Alice", { labels: ["person"], threshold: 0.5 }),
+      ]);
+      expect(entities?.map(({ label, start, end }) => [label, start, end])).toEqual([
+        ["person", 0, 5],
+      ]);
+    } finally {
+      await model.session.release();
+    }
   });
 });
