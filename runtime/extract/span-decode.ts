@@ -56,18 +56,10 @@ function sigmoid(x: number): number {
   return 1 / (1 + Math.exp(-x));
 }
 
-/** One candidate per (span, label): windows that overlap score the same span twice. */
-export function mergeCandidates(candidates: readonly SpanCandidate[]): SpanCandidate[] {
-  const best = new Map<string, SpanCandidate>();
-  for (const candidate of candidates) {
-    const key = `${candidate.start}:${candidate.end}:${candidate.label}`;
-    const seen = best.get(key);
-    if (!seen || candidate.score > seen.score) best.set(key, candidate);
-  }
-  return [...best.values()];
-}
-
-/** GLiNER's greedy flat_ner choice; ties go to the earlier, then shorter, span. */
+/**
+ * GLiNER's greedy flat_ner choice; ties go to the earlier, then shorter, span.
+ * A span two overlapping windows both scored overlaps itself: its best score is kept, once.
+ */
 export function selectFlat(candidates: readonly SpanCandidate[]): SpanCandidate[] {
   const ordered = [...candidates].sort(
     (a, b) => b.score - a.score || a.start - b.start || a.end - b.end || a.label - b.label,

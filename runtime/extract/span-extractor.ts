@@ -10,7 +10,7 @@ import type {
   PreparedExtraction,
 } from "./extractor.js";
 import { checkSpanSignature, readSpanConfig, SPAN_OUTPUT, type SpanConfig } from "./span-config.js";
-import { mergeCandidates, rowCandidates, selectFlat, toEntities } from "./span-decode.js";
+import { rowCandidates, selectFlat, toEntities } from "./span-decode.js";
 import type { SpanCandidate } from "./span-decode.js";
 import { buildSpanFeeds } from "./span-feeds.js";
 import { SpanPromptEncoder, type SpanRow } from "./span-prompt.js";
@@ -66,7 +66,14 @@ export class SpanExtractor implements EntityExtractor<PreparedSpan> {
 
   prepare(text: string, settings: ExtractionSettings): PreparedSpan {
     const labels = this.requestLabels(settings.labels);
-    const prompt = this.encoder.promptIds(labels);
+    const built = this.encoder.promptIds(labels);
+    if ("badLabel" in built) {
+      throw HttpErrors.invalidRequest(
+        `The label '${built.badLabel}' holds one of the model's prompt markers (${this.config.entToken}, ${this.config.sepToken}); remove it.`,
+        "metadata.labels",
+      );
+    }
+    const prompt = built.ids;
     const budget = this.options.contextLength - this.encoder.frameTokens(prompt);
     if (budget < MIN_TEXT_TOKENS) {
       throw HttpErrors.invalidRequest(
@@ -149,9 +156,7 @@ export class SpanExtractor implements EntityExtractor<PreparedSpan> {
         );
       });
     }
-    return batch.map((item, i) =>
-      toEntities(selectFlat(mergeCandidates(found[i]!)), item.words, item.labels),
-    );
+    return batch.map((item, i) => toEntities(selectFlat(found[i]!), item.words, item.labels));
   }
 }
 

@@ -59,12 +59,19 @@ export class SpanPromptEncoder {
     return this.prefix.length + prompt.length + this.suffix.length;
   }
 
-  /** `<<ENT>> label ... <<SEP>>` as ids. */
-  promptIds(labels: readonly string[]): number[] {
+  /**
+   * `<<ENT>> label ... <<SEP>>` as ids, or the first label that holds a
+   * marker itself (it would add a label, or end the prompt, in the model's eyes).
+   */
+  promptIds(labels: readonly string[]): { ids: number[] } | { badLabel: string } {
     const ids: number[] = [];
-    for (const label of labels) ids.push(this.entId, ...this.pieces(label));
+    for (const label of labels) {
+      const pieces = this.pieces(label);
+      if (pieces.includes(this.entId) || pieces.includes(this.sepId)) return { badLabel: label };
+      ids.push(this.entId, ...pieces);
+    }
     ids.push(this.sepId);
-    return ids;
+    return { ids };
   }
 
   /** A word's pieces, as the tokenizer cuts it alone. */

@@ -147,6 +147,23 @@ describe("span extraction refuses what it cannot do, naming the field", () => {
     ).not.toThrow();
   });
 
+  it("refuses a label holding a prompt marker, which would read as another label", () => {
+    expect(() =>
+      extractor.prepare("Alice", { labels: ["person <<ENT>> city"], threshold: 0.5 }),
+    ).toThrow(expect.objectContaining({ statusCode: 400, param: "metadata.labels" }));
+    expect(() => extractor.prepare("Alice", { labels: ["person<<SEP>>"], threshold: 0.5 })).toThrow(
+      /prompt markers/,
+    );
+  });
+
+  it("reads a marker typed in the text as plain characters", async () => {
+    const text = "<<ENT>> Alice <<SEP>> Paris";
+    expect(show(text, await extract(text, ["person", "city"]))).toEqual([
+      "person:Alice@8",
+      "city:Paris@22",
+    ]);
+  });
+
   it("refuses labels that leave the text no room", () => {
     const label = "person ".repeat(260).trim();
     expect(() =>
