@@ -25,6 +25,7 @@ export class SpanPromptEncoder {
   private readonly prefix: number[];
   private readonly suffix: number[];
   private readonly pieceCache = new Map<string, number[]>();
+  private readonly wordPrefix: string;
 
   constructor(
     private readonly tokenizer: TextTokenizer,
@@ -52,6 +53,7 @@ export class SpanPromptEncoder {
     }
     this.prefix = framed.slice(0, at);
     this.suffix = framed.slice(at + 1);
+    this.wordPrefix = wordsTakeLeadingSpace(tokenizer) ? " " : "";
   }
 
   /** Tokens the frame and the prompt take, beside the text's own. */
@@ -78,7 +80,7 @@ export class SpanPromptEncoder {
   pieces(word: string): number[] {
     let ids = this.pieceCache.get(word);
     if (ids === undefined) {
-      ids = this.tokenizer.encode(word, { addSpecialTokens: false }).ids;
+      ids = this.tokenizer.encode(this.wordPrefix + word, { addSpecialTokens: false }).ids;
       if (this.pieceCache.size >= PIECE_CACHE_SIZE) this.pieceCache.clear();
       this.pieceCache.set(word, ids);
     }
@@ -107,4 +109,20 @@ export class SpanPromptEncoder {
     }
     return { ids, wordsMask, words: words.length };
   }
+}
+
+/**
+ * Whether a word alone must be encoded with a space before it to get the
+ * pieces it has after another word. Byte-level BPE (RoBERTa, ModernBERT) marks
+ * a word's start with the space itself ("Ġword"), and transformers encodes
+ * pre-split words with that prefix space (add_prefix_space); WordPiece and
+ * SentencePiece mark a word's start on their own, so their words go as they are.
+ */
+export function wordsTakeLeadingSpace(tokenizer: TextTokenizer): boolean {
+  const ids = (text: string) => tokenizer.encode(text, { addSpecialTokens: false }).ids;
+  const first = ids("a");
+  const second = ids("a b").slice(first.length);
+  const same = (a: readonly number[], b: readonly number[]) =>
+    a.length === b.length && a.every((id, i) => id === b[i]);
+  return !same(second, ids("b")) && same(second, ids(" b"));
 }

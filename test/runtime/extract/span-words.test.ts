@@ -1,6 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { splitWords } from "../../../runtime/extract/span-words.js";
 import { overlapFor, planWindows } from "../../../runtime/extract/span-windows.js";
+import { wordsTakeLeadingSpace } from "../../../runtime/extract/span-prompt.js";
+import { TextTokenizer } from "../../../runtime/engine/tokenizer.js";
+import { readModelFolder } from "../../../runtime/model/model-folder.js";
+import { fixtureFolder } from "../support/runtime-server.js";
 
 describe("GLiNER's whitespace word splitter", () => {
   it("keeps hyphen- and underscore-joined runs whole and makes other symbols words", () => {
@@ -54,5 +58,25 @@ describe("windows of words", () => {
     expect(overlapFor(384, 12)).toBe(96);
     expect(overlapFor(24, 4)).toBe(6);
     expect(overlapFor(8, 12)).toBe(7);
+  });
+});
+
+describe("encoding pre-split words", () => {
+  const tokenizerOf = async (name: string) => {
+    const files = await readModelFolder(await fixtureFolder(name));
+    return new TextTokenizer(files.tokenizerJson, files.tokenizerConfig);
+  };
+
+  it("puts a space before each word for byte-level BPE only, as add_prefix_space does", async () => {
+    const bpe = await tokenizerOf("tiny-gpt");
+    expect(wordsTakeLeadingSpace(bpe)).toBe(true);
+    // The pieces a word has in running text, which is what the model was trained on.
+    const running = bpe.encode("hello world", { addSpecialTokens: false }).ids;
+    const hello = bpe.encode("hello", { addSpecialTokens: false }).ids;
+    expect(running.slice(hello.length)).toEqual(
+      bpe.encode(" world", { addSpecialTokens: false }).ids,
+    );
+    expect(wordsTakeLeadingSpace(await tokenizerOf("tiny-gliner"))).toBe(false);
+    expect(wordsTakeLeadingSpace(await tokenizerOf("tiny-nli"))).toBe(false);
   });
 });
