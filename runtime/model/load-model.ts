@@ -21,6 +21,8 @@ import {
   TokenClassifier,
 } from "../extract/token-classifier.js";
 import { normalizerFlagsFrom } from "../extract/token-offsets.js";
+import { hasSpanConfig, isSpanSession } from "../extract/span-config.js";
+import { loadSpanExtractor } from "../extract/span-extractor.js";
 import type { OverflowPolicy } from "../token-limit.js";
 import { configNumber, readModelFolder, type ModelFolder } from "./model-folder.js";
 
@@ -63,6 +65,8 @@ export function inferTask(folder: ModelFolder): ModelTask {
   const architectures = (folder.config.architectures as string[] | undefined) ?? [];
   if (architectures.some((a) => /ForCausalLM|LMHeadModel/.test(a))) return "text-generation";
   if (architectures.some((a) => /ForTokenClassification/.test(a))) return "entity-extraction";
+  // A GLiNER checkpoint's folder carries gliner_config.json beside a bare encoder's config.
+  if (hasSpanConfig(folder.path)) return "entity-extraction";
   if (architectures.some((a) => /ForSequenceClassification/.test(a))) {
     return "zero-shot-classification";
   }
@@ -161,9 +165,13 @@ export async function loadModel(options: LoadOptions): Promise<LoadedModel> {
   if (task === "entity-extraction") {
     // ---- The one branch point between the two extraction methods. ----
     // A GLiNER-layout graph takes `span_idx`: the span method.
-    if (session.inputs.some((input) => input.name === "span_idx")) {
-      // TODO(gl): build the span extractor (runtime/extract/span-extractor.ts) here.
-      throw modelLoadError(`${folder.path}: span models: not yet`);
+    if (isSpanSession(session.inputs)) {
+      const extractor = await loadSpanExtractor(session, tokenizer, folder.path, {
+        contextLength,
+        maxTokens: options.maxTokens ?? null,
+        padId,
+      });
+      return { task, extractor, session, notes };
     }
     const extractor = tokenClassifierOf(folder, session, tokenizer, {
       contextLength,

@@ -80,7 +80,15 @@ function genaiGraphFile(genaiConfig: Record<string, unknown> | null): string | u
 
 export async function readModelFolder(path: string, onnxFile?: string): Promise<ModelFolder> {
   if (!existsSync(path)) throw modelLoadError(`model folder ${path} does not exist`);
-  const missing = ["config.json", "tokenizer.json"].filter((name) => !existsSync(join(path, name)));
+  // A GLiNER checkpoint may carry its encoder's config inside gliner_config.json instead.
+  const glinerConfig = await readOptionalJson(
+    join(path, "gliner_config.json"),
+    "gliner_config.json",
+  );
+  const hasConfig = existsSync(join(path, "config.json"));
+  const missing = [hasConfig || glinerConfig ? null : "config.json", "tokenizer.json"].filter(
+    (name): name is string => name !== null && !existsSync(join(path, name)),
+  );
   const genaiConfig = await readOptionalJson(join(path, "genai_config.json"), "genai_config.json");
   const onnxPath = pickOnnxFile(path, onnxFile ?? genaiGraphFile(genaiConfig));
   if (!onnxPath) missing.push(onnxFile ?? `an ONNX graph (${ONNX_CANDIDATES.join(", ")})`);
@@ -99,7 +107,9 @@ export async function readModelFolder(path: string, onnxFile?: string): Promise<
   return {
     path,
     onnxPath,
-    config: await readJson(join(path, "config.json"), "config.json"),
+    config: hasConfig
+      ? await readJson(join(path, "config.json"), "config.json")
+      : encoderConfigOf(glinerConfig),
     generationConfig: await readOptionalJson(
       join(path, "generation_config.json"),
       "generation_config.json",
@@ -134,4 +144,12 @@ export function configNumber(
     }
   }
   return undefined;
+}
+
+/** gliner_config.json's `encoder_config` (the backbone's config.json), when it has one. */
+function encoderConfigOf(glinerConfig: Record<string, unknown> | null): Record<string, unknown> {
+  const encoder = glinerConfig?.encoder_config;
+  return typeof encoder === "object" && encoder !== null && !Array.isArray(encoder)
+    ? (encoder as Record<string, unknown>)
+    : {};
 }
