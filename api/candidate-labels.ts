@@ -21,13 +21,17 @@ const EDGE = "[^,\\[\\]\"' \\t\\n\\r]";
 const INNER = "[^,\\[\\]\"']";
 /** One label, optionally quoted, with whitespace around it. */
 const ITEM = `${WS}*["']?${EDGE}(?:${INNER}*${EDGE})?["']?${WS}*`;
-/** 1 to 10 labels separated by commas. */
-const LIST = `${ITEM}(?:,${ITEM}){0,${CANDIDATE_LABELS_MAX - 1}}`;
-
 /** One label: what each item of a multi-item `categories` array must be. */
 export const SINGLE_LABEL_PATTERN = new RegExp(`^${ITEM}$`);
+
+/** A list of 1 to `max` labels separated by commas, bare or in brackets. */
+export function labelListPattern(max: number): RegExp {
+  const list = `${ITEM}(?:,${ITEM}){0,${max - 1}}`;
+  return new RegExp(`^(?:${list}|${WS}*\\[${list}\\]${WS}*)$`);
+}
+
 /** A list of 1 to 10 labels, bare or in brackets: one `categories` item, or `instructions`. */
-export const LABEL_LIST_PATTERN = new RegExp(`^(?:${LIST}|${WS}*\\[${LIST}\\]${WS}*)$`);
+export const LABEL_LIST_PATTERN = labelListPattern(CANDIDATE_LABELS_MAX);
 
 const EDGE_SPACE = /^[ \t\n\r]+|[ \t\n\r]+$/g;
 const EDGE_QUOTE = /^["']|["']$/g;
@@ -55,7 +59,8 @@ export function parseCandidateLabels(request: {
   return labels;
 }
 
-function splitList(text: string): string[] {
+/** The labels of one list (bare or bracketed), unquoted and trimmed, empty items dropped. */
+export function splitList(text: string): string[] {
   let body = text.replace(EDGE_SPACE, "");
   const bracketed = /^\[(.*)\]$/s.exec(body);
   if (bracketed) body = bracketed[1] ?? "";

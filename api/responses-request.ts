@@ -4,6 +4,16 @@ import {
   LABEL_LIST_PATTERN,
   SINGLE_LABEL_PATTERN,
 } from "./candidate-labels.js";
+import {
+  ENTITY_LABEL_LIST_PATTERN,
+  ENTITY_LABELS_MAX,
+  LABEL_PLACEHOLDER,
+  REPLACEMENT_PATTERN,
+  SCHEMA_MAX_LENGTH,
+  THRESHOLD_PATTERN,
+  USECASE_NAMES,
+  parseExtractionOptions,
+} from "./entity-options.js";
 
 /**
  * The ResponsesRequest body of spec section 2.1, per task: the one
@@ -26,8 +36,12 @@ export const CLASSIFIER_CATEGORIES_MAX = CANDIDATE_LABELS_MAX;
  */
 export const MAX_OUTPUT_TOKENS_CAP = 2_147_483_647;
 
-export type ModelTask = "text-generation" | "zero-shot-classification";
-export const MODEL_TASKS: readonly ModelTask[] = ["text-generation", "zero-shot-classification"];
+export type ModelTask = "text-generation" | "zero-shot-classification" | "entity-extraction";
+export const MODEL_TASKS: readonly ModelTask[] = [
+  "text-generation",
+  "zero-shot-classification",
+  "entity-extraction",
+];
 
 /**
  * Entity-extraction options that ride in `metadata`: strings like every
@@ -85,15 +99,9 @@ const entityOptions = Object.fromEntries(
   ENTITY_EXTRACTION_KEYS.map((key) => [key, z.string().optional()]),
 ) as Record<(typeof ENTITY_EXTRACTION_KEYS)[number], z.ZodOptional<z.ZodString>>;
 
-/**
- * Up to 16 pairs of string keys (1 to 64 characters; `__proto__` is
- * reserved, since assigning it sets a prototype instead of a pair) and
- * string values.
- */
-export const metadataSchema = z
-  .object(entityOptions)
-  .catchall(metadataValue)
-  .superRefine((value, ctx) => {
+/** The pair-count and key-length rules every task's metadata follows. */
+function checkPairs(value: Record<string, unknown>, ctx: z.RefinementCtx): void {
+  {
     const keys = Object.keys(value);
     if (keys.length > METADATA_MAX_PAIRS) {
       ctx.addIssue({
@@ -111,7 +119,23 @@ export const metadataSchema = z
         });
       }
     }
-  })
+  }
+}
+
+const METADATA_SHAPE = {
+  maxProperties: METADATA_MAX_PAIRS,
+  propertyNames: { maxLength: METADATA_KEY_MAX, not: { const: "__proto__" } },
+};
+
+/**
+ * Up to 16 pairs of string keys (1 to 64 characters; `__proto__` is
+ * reserved, since assigning it sets a prototype instead of a pair) and
+ * string values.
+ */
+export const metadataSchema = z
+  .object(entityOptions)
+  .catchall(metadataValue)
+  .superRefine(checkPairs)
   .meta({
     maxProperties: METADATA_MAX_PAIRS,
     propertyNames: { maxLength: METADATA_KEY_MAX, not: { const: "__proto__" } },
@@ -206,13 +230,87 @@ export const classificationRequestSchema = z
     ),
   );
 
+/**
+ * An entity-extraction model's metadata: the options are read, each with the
+ * pattern or values it takes; the rules between them (and the `schema`
+ * string's JSON) are checked by parseExtractionOptions.
+ */
+const extractionMetadataSchema = z
+  .object({
+    usecase: z
+      .enum(USECASE_NAMES, { error: `must be one of ${USECASE_NAMES.join(", ")}` })
+      .optional(),
+    labels: z
+      .string()
+      .regex(
+        ENTITY_LABEL_LIST_PATTERN,
+        `must be 1 to ${ENTITY_LABELS_MAX} comma-separated labels, optionally in brackets ("[EMAIL, PHONE]")`,
+      )
+      .optional(),
+    threshold: z
+      .string()
+      .regex(THRESHOLD_PATTERN, 'must be a number from 0 to 1, such as "0.5"')
+      .optional()
+      .meta({
+        description: "A number from 0 to 1 (default 0.5): entities scoring below it are dropped",
+      }),
+    mask: z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional(),
+    replacement_char: z
+      .string()
+      .regex(
+        REPLACEMENT_PATTERN,
+        `must be one character (not whitespace or a control character), or "${LABEL_PLACEHOLDER}"`,
+      )
+      .optional()
+      .meta({
+        description: `With mask: one character repeated to each entity's length (default "*"), or "${LABEL_PLACEHOLDER}" for a placeholder per entity such as [EMAIL]`,
+      }),
+    schema: z
+      .string()
+      .max(SCHEMA_MAX_LENGTH, `must be at most ${SCHEMA_MAX_LENGTH} characters`)
+      .optional()
+      .meta({
+        description:
+          'A JSON object of field names to entity types ({"email": "EMAIL", "names": ["GIVEN_NAME"]}); the answer is then that object filled in',
+      }),
+  })
+  .catchall(metadataValue)
+  .superRefine((value, ctx) => {
+    checkPairs(value, ctx);
+    const parsed = parseExtractionOptions(value);
+    if (!parsed.ok)
+      ctx.addIssue({ code: "custom", path: [parsed.problem.key], message: parsed.problem.message });
+  })
+  .meta({
+    ...METADATA_SHAPE,
+    description:
+      "Up to 16 string key/value pairs, echoed in the response; the entity-extraction options (usecase, schema, labels, threshold, mask, replacement_char) are read and not echoed",
+  });
+
+/**
+ * The entity-extraction variant: input of 1 to 131072 characters, the
+ * options in `metadata` (api/entity-options.ts).
+ */
+export const entityExtractionRequestSchema = z.looseObject({
+  ...commonShape,
+  input: atMostCodePoints(
+    z.string().min(1, "input must not be empty"),
+    CLASSIFIER_INPUT_MAX,
+    (n) => `${n} characters; an entity extractor takes 1 to ${CLASSIFIER_INPUT_MAX}`,
+  ),
+  metadata: extractionMetadataSchema.optional(),
+});
+
 export type ResponsesRequest = z.infer<typeof textGenerationRequestSchema>;
 
 /** The request schema of a task: what a request for a model of that task must be. */
 export function requestSchemaFor(task: ModelTask): z.ZodType<ResponsesRequest> {
-  return (
-    task === "zero-shot-classification" ? classificationRequestSchema : textGenerationRequestSchema
-  ) as z.ZodType<ResponsesRequest>;
+  const schemas: Record<ModelTask, z.ZodType> = {
+    "text-generation": textGenerationRequestSchema,
+    "zero-shot-classification": classificationRequestSchema,
+    "entity-extraction": entityExtractionRequestSchema,
+  };
+  return schemas[task] as z.ZodType<ResponsesRequest>;
 }
 
 /** The metadata to echo: everything but the consumed entity-extraction options. */

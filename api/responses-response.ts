@@ -1,5 +1,6 @@
 import { randomHex } from "../lib/random-hex.js";
 import { z } from "zod";
+import { entityAnnotationSchema, type EntityAnnotation } from "./entity-answer.js";
 import {
   MAX_OUTPUT_TOKENS_CAP,
   echoedMetadata,
@@ -34,7 +35,8 @@ export const outputMessageSchema = z.object({
     z.object({
       type: z.literal("output_text"),
       text: z.string(),
-      annotations: z.array(z.unknown()),
+      /** Empty but for entity extraction, whose entities are annotations of the text. */
+      annotations: z.array(entityAnnotationSchema),
     }),
   ),
 });
@@ -163,6 +165,8 @@ export interface CompletedGeneration {
   incompleteReason: "max_output_tokens" | null;
   createdAt: number;
   completedAt: number;
+  /** Entity extraction's entities; none for generation. */
+  annotations?: EntityAnnotation[];
 }
 
 /** `id`: the response id the gateway minted (RESPONSE_ID_HEADER), else a new one. */
@@ -184,7 +188,9 @@ export function completedResponse(
         id: newId("msg"),
         status,
         role: "assistant",
-        content: [{ type: "output_text", text: result.text, annotations: [] }],
+        content: [
+          { type: "output_text", text: result.text, annotations: result.annotations ?? [] },
+        ],
       },
     ],
     usage: usageOf(result.inputTokens, result.outputTokens),

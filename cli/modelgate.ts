@@ -22,7 +22,13 @@ runtime
   .option("--model-path <dir>", "model folder (Hugging Face / Optimum ONNX layout)")
   .option("--model-id <id>", "the model id clients send (default: the folder's name)")
   .option("--onnx-file <path>", "graph file inside the folder (default: onnx/model.onnx, ...)")
-  .addOption(new Option("--task <task>").choices(["text-generation", "zero-shot-classification"]))
+  .addOption(
+    new Option("--task <task>").choices([
+      "text-generation",
+      "zero-shot-classification",
+      "entity-extraction",
+    ]),
+  )
   .addOption(new Option("--zero-shot-method <method>").choices(["nli", "similarity"]))
   .option("--max-tokens <n>", "input token limit (default: the model's context length)")
   .addOption(new Option("--overflow <policy>", "past maxTokens").choices(["truncate", "error"]))

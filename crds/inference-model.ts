@@ -116,7 +116,7 @@ export const inferenceModelSpecSchema = z.object({
     .max(253)
     .optional()
     .describe("The model id clients send; defaults to the object's name"),
-  task: z.enum(["text-generation", "zero-shot-classification"]),
+  task: z.enum(["text-generation", "zero-shot-classification", "entity-extraction"]),
   source: sourceSchema,
   maxTokens: z.number().int().min(1).max(1048576).optional().describe("Input token limit"),
   overflow: z

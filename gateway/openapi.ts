@@ -30,6 +30,7 @@ function schemaOf(schema: z.ZodType, io: "input" | "output"): JsonObject {
 const TASK_TITLES: Record<ModelTask, string> = {
   "text-generation": "Text generation request",
   "zero-shot-classification": "Zero-shot classification request",
+  "entity-extraction": "Entity extraction request",
 };
 
 /** The JSON Schema of each task's request, made once: only the model enum changes. */

@@ -16,7 +16,7 @@ export const serveConfigSchema = z.object({
     .min(1, "the model folder is required (--model-path or MODELGATE_MODEL_PATH)"),
   modelId: z.string().min(1).optional(),
   onnxFile: z.string().optional(),
-  task: z.enum(["text-generation", "zero-shot-classification"]).optional(),
+  task: z.enum(["text-generation", "zero-shot-classification", "entity-extraction"]).optional(),
   zeroShotMethod: z.enum(["nli", "similarity"]).optional(),
   maxTokens: positiveInt.optional(),
   overflow: z.enum(["truncate", "error"]).default("truncate"),

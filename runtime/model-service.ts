@@ -1,4 +1,6 @@
+import { parseExtractionOptions, type ExtractionOptions } from "../api/entity-options.js";
 import type { ResponsesRequest } from "../api/responses-request.js";
+import { HttpErrors } from "../lib/http/http-errors.js";
 import type {
   LabelScores,
   PreparedClassification,
@@ -9,6 +11,8 @@ import { BatchExecutor } from "./engine/batch-executor.js";
 import { DecodeScheduler } from "./generation/decode-scheduler.js";
 import type { DecodeJob, Generated } from "./generation/generate.js";
 import type { GenerationOutcome, TextGenerator } from "./generation/text-generator.js";
+import type { EntityExtractor, ExtractedEntity, PreparedExtraction } from "./extract/extractor.js";
+import { resolveExtraction, type ResolvedExtraction } from "./extract/resolve-settings.js";
 import type { RuntimeMetrics } from "./metrics.js";
 import type { LoadedModel } from "./model/load-model.js";
 
@@ -45,7 +49,14 @@ export const DEFAULT_THROUGHPUT: ThroughputOptions = {
 
 export type ServiceResult =
   | { task: "text-generation"; outcome: GenerationOutcome }
-  | { task: "zero-shot-classification"; scores: LabelScores; inputTokens: number };
+  | { task: "zero-shot-classification"; scores: LabelScores; inputTokens: number }
+  | {
+      task: "entity-extraction";
+      entities: ExtractedEntity[];
+      options: ExtractionOptions;
+      resolved: ResolvedExtraction;
+      inputTokens: number;
+    };
 
 /** Exactly what a model's task needs: its model, its admission queue, its one executor. */
 export type Lane =
@@ -61,6 +72,12 @@ export type Lane =
       classifier: ZeroShotClassifier;
       admission: AdmissionQueue<PreparedClassification, LabelScores>;
       executor: BatchExecutor<PreparedClassification, LabelScores>;
+    }
+  | {
+      task: "entity-extraction";
+      extractor: EntityExtractor;
+      admission: AdmissionQueue<PreparedExtraction, ExtractedEntity[]>;
+      executor: BatchExecutor<PreparedExtraction, ExtractedEntity[]>;
     };
 
 export class ModelService {
@@ -75,7 +92,9 @@ export class ModelService {
     this.lane =
       model.task === "text-generation"
         ? generationLane(model.generator, options, metrics)
-        : classificationLane(model.classifier, options, metrics);
+        : model.task === "entity-extraction"
+          ? extractionLane(model.extractor, options, metrics)
+          : classificationLane(model.classifier, options, metrics);
   }
 
   get task(): LoadedModel["task"] {
@@ -114,6 +133,23 @@ export class ModelService {
       const outcome = generator.outcome(prepared, generated);
       this.metrics.timeToFirstToken.observe(outcome.firstTokenMs / 1000);
       return { task: "text-generation", outcome };
+    }
+    if (lane.task === "entity-extraction") {
+      const parsed = parseExtractionOptions(request.metadata);
+      if (!parsed.ok) {
+        const { key, message } = parsed.problem;
+        throw HttpErrors.invalidRequest(`Invalid 'metadata.${key}': ${message}`, `metadata.${key}`);
+      }
+      const resolved = resolveExtraction(parsed.options, lane.extractor);
+      const prepared = lane.extractor.prepare(request.input, resolved.settings);
+      const entities = await lane.admission.submit(prepared, signal);
+      return {
+        task: "entity-extraction",
+        entities,
+        options: parsed.options,
+        resolved,
+        inputTokens: prepared.inputTokens,
+      };
     }
     const prepared = lane.classifier.prepare(request);
     const scores = await lane.admission.submit(prepared, signal);
@@ -193,4 +229,20 @@ function classificationLane(
     run: (batch) => classifier.runBatch(batch.map((q) => q.job)),
   });
   return { task: "zero-shot-classification", classifier, admission, executor };
+}
+
+function extractionLane(
+  extractor: EntityExtractor,
+  options: ThroughputOptions,
+  metrics: RuntimeMetrics,
+): Lane {
+  const admission = admissionOf<PreparedExtraction, ExtractedEntity[]>(options, metrics);
+  const executor = new BatchExecutor(admission, {
+    maxBatchSize: options.maxBatchSize,
+    maxWaitMs: options.batchWindowMs,
+    concurrency: 1,
+    onBatch: (size) => metrics.batchSize.observe(size),
+    run: (batch) => extractor.runBatch(batch.map((q) => q.job)),
+  });
+  return { task: "entity-extraction", extractor, admission, executor };
 }

@@ -10,9 +10,10 @@ interface RawTokenizer {
   encode(
     text: string,
     options: { text_pair: string | null; add_special_tokens: boolean; return_token_type_ids: true },
-  ): { ids: number[]; token_type_ids?: number[] };
+  ): { ids: number[]; tokens: string[]; token_type_ids?: number[] };
   decode(ids: number[], options: { skip_special_tokens: boolean }): string;
   token_to_id(token: string): number | undefined;
+  get_added_tokens_decoder(): Map<number, { content: string; special: boolean }>;
 }
 
 export interface Encoded {
@@ -36,6 +37,25 @@ export class TextTokenizer {
       return_token_type_ids: true,
     });
     return { ids: encoding.ids, typeIds: encoding.token_type_ids ?? encoding.ids.map(() => 0) };
+  }
+
+  /** The token strings beside the ids, without special tokens: what offsets are found from. */
+  pieces(text: string): { ids: number[]; tokens: string[] } {
+    const encoding = this.tokenizer.encode(text, {
+      text_pair: null,
+      add_special_tokens: false,
+      return_token_type_ids: true,
+    });
+    return { ids: encoding.ids, tokens: encoding.tokens };
+  }
+
+  /** Ids of the tokens marked special (`[CLS]`, `[PAD]`, ...): they never stand for input text. */
+  specialIds(): Set<number> {
+    const ids = new Set<number>();
+    for (const [id, token] of this.tokenizer.get_added_tokens_decoder()) {
+      if (token.special) ids.add(id);
+    }
+    return ids;
   }
 
   decode(ids: readonly number[], options: { skipSpecialTokens?: boolean } = {}): string {

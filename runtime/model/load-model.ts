@@ -14,6 +14,13 @@ import {
   poolingFrom,
   type Calibration,
 } from "../classify/similarity-classifier.js";
+import type { EntityExtractor } from "../extract/extractor.js";
+import {
+  DEFAULT_MAX_RUN_TOKENS,
+  DEFAULT_WINDOW_OVERLAP,
+  TokenClassifier,
+} from "../extract/token-classifier.js";
+import { normalizerFlagsFrom } from "../extract/token-offsets.js";
 import type { OverflowPolicy } from "../token-limit.js";
 import { configNumber, readModelFolder, type ModelFolder } from "./model-folder.js";
 
@@ -24,7 +31,11 @@ export interface LoadOptions {
   onnxFile?: string | undefined;
   task?: ModelTask | undefined;
   zeroShotMethod?: ZeroShotMethod | undefined;
-  /** The InferenceModel's maxTokens; defaults to the model's context length. */
+  /**
+   * The InferenceModel's maxTokens; defaults to the model's context length. For
+   * entity extraction, which reads long inputs in windows, it bounds the whole
+   * input instead, and unset means no bound beyond the request's size.
+   */
   maxTokens?: number | undefined;
   overflow: OverflowPolicy;
   threads: number;
@@ -39,12 +50,19 @@ export type LoadedModel =
       classifier: ZeroShotClassifier;
       session: ModelSession;
       notes: string[];
+    }
+  | {
+      task: "entity-extraction";
+      extractor: EntityExtractor;
+      session: ModelSession;
+      notes: string[];
     };
 
 /** The task a folder holds, from its architecture or sentence-transformers files. */
 export function inferTask(folder: ModelFolder): ModelTask {
   const architectures = (folder.config.architectures as string[] | undefined) ?? [];
   if (architectures.some((a) => /ForCausalLM|LMHeadModel/.test(a))) return "text-generation";
+  if (architectures.some((a) => /ForTokenClassification/.test(a))) return "entity-extraction";
   if (architectures.some((a) => /ForSequenceClassification/.test(a))) {
     return "zero-shot-classification";
   }
@@ -101,7 +119,7 @@ export async function loadModel(options: LoadOptions): Promise<LoadedModel> {
   const contextLength = contextLengthOf(folder);
   const notes: string[] = [];
   let maxTokens = options.maxTokens ?? contextLength;
-  if (maxTokens > contextLength) {
+  if (maxTokens > contextLength && task !== "entity-extraction") {
     notes.push(
       `maxTokens ${maxTokens} is above the model's context of ${contextLength}; using ${contextLength}`,
     );
@@ -138,9 +156,25 @@ export async function loadModel(options: LoadOptions): Promise<LoadedModel> {
     return { task, generator, session, notes };
   }
 
-  const method = options.zeroShotMethod ?? inferZeroShotMethod(folder);
   const hasTokenTypes = session.inputs.some((input) => input.name === "token_type_ids");
   const padId = padIdOf(folder, tokenizer);
+  if (task === "entity-extraction") {
+    // ---- The one branch point between the two extraction methods. ----
+    // A GLiNER-layout graph takes `span_idx`: the span method.
+    if (session.inputs.some((input) => input.name === "span_idx")) {
+      // TODO(gl): build the span extractor (runtime/extract/span-extractor.ts) here.
+      throw modelLoadError(`${folder.path}: span models: not yet`);
+    }
+    const extractor = tokenClassifierOf(folder, session, tokenizer, {
+      contextLength,
+      maxTokens: options.maxTokens ?? null,
+      padId,
+      hasTokenTypes,
+    });
+    return { task, extractor, session, notes };
+  }
+
+  const method = options.zeroShotMethod ?? inferZeroShotMethod(folder);
   const common = { maxTokens, policy: options.overflow, contextLength, padId, hasTokenTypes };
   if (method === "nli") {
     if (!session.outputs.some((output) => output.name === "logits")) {
@@ -167,4 +201,50 @@ export async function loadModel(options: LoadOptions): Promise<LoadedModel> {
     calibration: options.calibration,
   });
   return { task, classifier, session, notes };
+}
+
+/** The token-classification extractor: labels from id2label, specials from the tokenizer's own template. */
+function tokenClassifierOf(
+  folder: ModelFolder,
+  session: ModelSession,
+  tokenizer: TextTokenizer,
+  common: {
+    contextLength: number;
+    maxTokens: number | null;
+    padId: number;
+    hasTokenTypes: boolean;
+  },
+): TokenClassifier {
+  const id2label = (folder.config.id2label ?? {}) as Record<string, unknown>;
+  const labels: string[] = [];
+  for (const [id, label] of Object.entries(id2label)) labels[Number(id)] = String(label);
+  if (labels.length === 0 || labels.some((label) => label === undefined)) {
+    throw modelLoadError(
+      `${folder.path}: config.json id2label must name every class 0..n-1 of a token classifier`,
+    );
+  }
+  const logits = session.outputs.find((output) => output.name === "logits");
+  if (!logits || logits.shape.length !== 3) {
+    throw modelLoadError(
+      `${folder.path}: a token classifier needs a [batch, seq, labels] 'logits' output`,
+    );
+  }
+  // Where the content sits among the special tokens the tokenizer adds.
+  const bare = tokenizer.encode("a", { addSpecialTokens: false }).ids;
+  const full = tokenizer.encode("a").ids;
+  const at = full.indexOf(bare[0]!);
+  if (bare.length !== 1 || at < 0) {
+    throw modelLoadError(
+      `${folder.path}: cannot find the tokenizer's special tokens around a sequence`,
+    );
+  }
+  return new TokenClassifier(session, tokenizer, {
+    ...common,
+    labels,
+    overlap: Math.min(DEFAULT_WINDOW_OVERLAP, Math.floor(common.contextLength / 4)),
+    prefixIds: full.slice(0, at),
+    suffixIds: full.slice(at + 1),
+    normalizer: normalizerFlagsFrom(folder.tokenizerJson),
+    maxRunTokens: DEFAULT_MAX_RUN_TOKENS,
+  });
 }

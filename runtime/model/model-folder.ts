@@ -35,6 +35,8 @@ export const ONNX_CANDIDATES = [
   "onnx/decoder_model_merged.onnx",
   "onnx/model_quantized.onnx",
   "onnx/decoder_model_merged_quantized.onnx",
+  // transformers.js names its 4-bit exports so (rampart-pii ships only this one).
+  "onnx/model_q4.onnx",
   "model.onnx",
 ];
 

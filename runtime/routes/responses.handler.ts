@@ -1,5 +1,6 @@
 import type { FastifyReply } from "fastify";
 import type { ResponsesRequest } from "../../api/responses-request.js";
+import { entityAnswer } from "../../api/entity-answer.js";
 import { completedResponse, newId } from "../../api/responses-response.js";
 import { RESPONSE_ID_HEADER, USAGE_HEADERS, isResponseId } from "../../api/runtime-wire.js";
 import type { RuntimeContext } from "../context.js";
@@ -28,6 +29,27 @@ export async function respondToRequest(
   if (result.task === "zero-shot-classification") {
     recordUsage(reply, context, result.inputTokens, 0);
     return result.scores;
+  }
+  if (result.task === "entity-extraction") {
+    recordUsage(reply, context, result.inputTokens, 0);
+    const answer = entityAnswer(body.input, result.entities, {
+      mask: result.options.mask,
+      replacement: result.options.replacement,
+      schema: result.resolved.schema,
+    });
+    return completedResponse(
+      body,
+      {
+        text: answer.text,
+        annotations: answer.annotations,
+        inputTokens: result.inputTokens,
+        outputTokens: 0,
+        incompleteReason: null,
+        createdAt: Math.floor(arrivedAt / 1000),
+        completedAt: Math.floor(context.now() / 1000),
+      },
+      responseId,
+    );
   }
   const { outcome } = result;
   recordUsage(reply, context, outcome.inputTokens, outcome.outputTokens);
