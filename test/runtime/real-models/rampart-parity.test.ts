@@ -1,5 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ModelSession } from "../../../runtime/engine/session.js";
+import type { EntityExtractor, ExtractedEntity } from "../../../runtime/extract/extractor.js";
+import { loadModel } from "../../../runtime/model/load-model.js";
 import { requireSharedModel } from "../../support/shared-models.js";
+import { startRuntime, type RunningRuntime } from "../support/runtime-server.js";
 import { expectedSpans, PII_SENTENCES } from "./pii-sentences.js";
 import {
   aggregateEntities,
@@ -14,6 +18,15 @@ const rampart = requireSharedModel(MODEL_ID, ONNX_FILE);
 
 /** The runtime's default threshold: entities scoring below it are dropped. */
 const DEFAULT_THRESHOLD = 0.5;
+
+/**
+ * Both sides run the same graph on the same onnxruntime build; only the
+ * session options (threads, so the order of float sums) may differ. Scores
+ * are means of softmax probabilities, so differences stay near 1e-6.
+ */
+const SCORE_TOLERANCE = 1e-5;
+
+const codePoints = (s: string) => Array.from(s).length;
 
 function withoutScores(entities: readonly ReferenceEntity[]) {
   return entities.map(({ label, start, end, text }) => ({ label, start, end, text }));
@@ -85,4 +98,128 @@ describe.skipIf(!rampart.available)("rampart-pii: the transformers.js reference"
       expect(withoutScores(entities)).toEqual(expectedSpans(sentence));
     },
   );
+});
+
+describe.skipIf(!rampart.available)("rampart-pii: our runtime against transformers.js", () => {
+  let reference: ReferenceTokenClassifier;
+  let extractor: EntityExtractor;
+  let session: ModelSession;
+  /** The reference's entities per sentence, at threshold 0: everything it finds. */
+  let expected: ReferenceEntity[][];
+
+  beforeAll(async () => {
+    reference = await ReferenceTokenClassifier.load(rampart.dir, MODEL_ID);
+    expected = [];
+    for (const sentence of PII_SENTENCES) expected.push(await reference.entities(sentence.text));
+    const model = await loadModel({
+      path: rampart.path,
+      onnxFile: ONNX_FILE,
+      overflow: "truncate",
+      threads: 2,
+    });
+    session = model.session;
+    if (model.task !== "entity-extraction") {
+      throw new Error(`${MODEL_ID} loaded as ${model.task}, not entity-extraction`);
+    }
+    extractor = model.extractor;
+  });
+  afterAll(async () => {
+    await session?.release();
+    await reference?.dispose();
+  });
+
+  function expectSame(text: string, ours: readonly ExtractedEntity[], theirs: ReferenceEntity[]) {
+    expect(
+      ours.map(({ label, start, end }) => ({ label, start, end, text: text.slice(start, end) })),
+      text,
+    ).toEqual(withoutScores(theirs));
+    ours.forEach((entity, i) => {
+      expect(Math.abs(entity.score - theirs[i]!.score), `${text}: ${entity.label}`).toBeLessThan(
+        SCORE_TOLERANCE,
+      );
+    });
+  }
+
+  const all = { labels: null, threshold: 0 };
+
+  it("finds the reference's entities, offsets and scores in each sentence alone", async () => {
+    let largest = 0;
+    for (const [i, sentence] of PII_SENTENCES.entries()) {
+      const [ours] = await extractor.runBatch([extractor.prepare(sentence.text, all)]);
+      expectSame(sentence.text, ours!, expected[i]!);
+      for (const [k, e] of ours!.entries()) {
+        largest = Math.max(largest, Math.abs(e.score - expected[i]![k]!.score));
+      }
+    }
+    console.log(`rampart-pii: largest score difference from transformers.js ${largest}`);
+  });
+
+  it("finds the same in one batch of all sentences: padding changes nothing", async () => {
+    const batch = PII_SENTENCES.map((s) => extractor.prepare(s.text, all));
+    const ours = await extractor.runBatch(batch);
+    expect(ours).toHaveLength(PII_SENTENCES.length);
+    PII_SENTENCES.forEach((sentence, i) => expectSame(sentence.text, ours[i]!, expected[i]!));
+  });
+
+  it.each(PII_SENTENCES.filter((s) => s.expected !== null).map((s) => [s.text, s] as const))(
+    "finds what a reader finds in %j at the default threshold",
+    async (_text, sentence) => {
+      const settings = { labels: null, threshold: DEFAULT_THRESHOLD };
+      const [ours] = await extractor.runBatch([extractor.prepare(sentence.text, settings)]);
+      expect(
+        ours!.map(({ label, start, end }) => ({
+          label,
+          start,
+          end,
+          text: sentence.text.slice(start, end),
+        })),
+      ).toEqual(expectedSpans(sentence));
+    },
+  );
+
+  describe("through the runtime's HTTP server", () => {
+    let runtime: RunningRuntime;
+
+    beforeAll(async () => {
+      runtime = await startRuntime({
+        path: rampart.path,
+        onnxFile: ONNX_FILE,
+        modelId: MODEL_ID,
+        threads: 2,
+      });
+    });
+    afterAll(async () => runtime?.close());
+
+    it.each(PII_SENTENCES.map((s, i) => [s.text, i] as const))(
+      "answers %j with the reference's entities as annotations",
+      async (text, i) => {
+        const response = await runtime.post({ model: MODEL_ID, input: text });
+        expect(response.status).toBe(200);
+        const body = (await response.json()) as {
+          output: Array<{ type: string; role?: string; content?: Array<Record<string, unknown>> }>;
+        };
+        const messages = body.output.filter((item) => item.type === "message");
+        expect(messages).toHaveLength(1);
+        expect(messages[0]!.role).toBe("assistant");
+        const part = messages[0]!.content!.find((c) => c.type === "output_text")!;
+        // Without a mask or a schema, the answer's text is the input.
+        expect(part.text).toBe(text);
+        const annotations = part.annotations as Array<Record<string, unknown>>;
+        const theirs = expected[i]!.filter((e) => e.score >= DEFAULT_THRESHOLD);
+        expect(annotations.map(({ score: _score, ...rest }) => rest)).toEqual(
+          theirs.map((e) => ({
+            type: "entity",
+            label: e.label,
+            // The answer counts code points (api/entity-answer.ts); the reference, UTF-16 units.
+            start_index: codePoints(text.slice(0, e.start)),
+            end_index: codePoints(text.slice(0, e.end)),
+            text: e.text,
+          })),
+        );
+        annotations.forEach((a, k) => {
+          expect(Math.abs(Number(a.score) - theirs[k]!.score)).toBeLessThan(SCORE_TOLERANCE);
+        });
+      },
+    );
+  });
 });
