@@ -1,4 +1,5 @@
 import { fmt, fmtRatio, median, quantile, ratio } from "../runtime/stats.js";
+import type { BatchCost } from "./batch-cost.js";
 import { ENGINES, type Engine, type ExtractFigures, type ExtractPoint } from "./measure.js";
 
 /**
@@ -64,7 +65,11 @@ export function extractRows(figures: ExtractFigures): ExtractRow[] {
 
 const pad = (s: string, n: number) => s.padStart(n);
 
-export function extractTable(figures: ExtractFigures, load: { before: number; after: number }) {
+export function extractTable(
+  figures: ExtractFigures,
+  cost: BatchCost,
+  load: { before: number; after: number },
+): string[] {
   const header =
     `${pad("clients", 7)} | ${pad("on req/s", 9)} ${pad("off req/s", 9)} ${pad("peer req/s", 10)} | ` +
     `${pad("on/peer", 8)} ${pad("off/peer", 8)} ${pad("on/off", 8)} | ` +
@@ -91,6 +96,12 @@ export function extractTable(figures: ExtractFigures, load: { before: number; af
         `(idle after warm-up ${fmt(m.idle.rssMb)} MiB, at the end ${fmt(m.after.rssMb)} MiB)`,
     );
   }
+  lines.push(
+    `batching bound: the extractor (model run, softmax, joining; no HTTP) costs ` +
+      `${fmt(cost.aloneMsPerRequest)} ms a request run alone and ${fmt(cost.batchedMsPerRequest)} ms ` +
+      `in a batch of ${cost.batchSize}: batching can make the model's part at most ` +
+      `${fmtRatio(ratio(cost.aloneMsPerRequest, cost.batchedMsPerRequest))} faster`,
+  );
   lines.push(
     `same entities as the peer on ${figures.sameEntities} of ${figures.sentences} sentences` +
       " (batching on and off, at the default threshold)",

@@ -11,6 +11,8 @@ import { mkdtemp, writeFile } from "node:fs/promises";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { startRun } from "../support/run-clock.js";
+import { fmt } from "../runtime/stats.js";
+import { measureBatchCost } from "./batch-cost.js";
 import { engineName, ENGINES, measureExtraction } from "./measure.js";
 import { planFrom } from "./plan.js";
 import { extractTable } from "./report.js";
@@ -27,12 +29,19 @@ log(
 
 const loadBefore = loadavg()[0]!;
 const figures = await measureExtraction(plan, log);
+// In this process, once the servers are gone: the bound behind batching's ratio.
+const batchSize = plan.batchOn.maxBatchSize ?? 32;
+const cost = await measureBatchCost(plan, batchSize);
+log(
+  `in-process extractor cost per request: ${fmt(cost.aloneMsPerRequest)} ms run alone, ` +
+    `${fmt(cost.batchedMsPerRequest)} ms in a batch of ${batchSize} (median of ${cost.pairs} pairs)`,
+);
 const load = { before: loadBefore, after: loadavg()[0]! };
 
 const figuresFile = join(await mkdtemp(join(tmpdir(), "modelgate-bench-")), "extract.json");
-await writeFile(figuresFile, JSON.stringify({ plan, load, figures }, null, 2));
+await writeFile(figuresFile, JSON.stringify({ plan, load, figures, cost }, null, 2));
 log(`done in ${elapsedSeconds().toFixed(0)} s; figures as JSON in ${figuresFile}`);
-process.stdout.write(`\n${extractTable(figures, load).join("\n")}\n`);
+process.stdout.write(`\n${extractTable(figures, cost, load).join("\n")}\n`);
 
 const broken = figures.points.filter((p) => p.result.failed > 0 || p.result.completed === 0);
 if (broken.length > 0) {
