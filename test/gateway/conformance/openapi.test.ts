@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startPlatform, type Platform } from "../support/platform.js";
+import { piiModelPath, startPlatform, type Platform } from "../support/platform.js";
 import { read, type Json } from "./support.js";
 
 /**
@@ -181,6 +181,7 @@ describe("openapi · 2.1 · the request body schema", () => {
       expect(variants(route).map((v) => v.title)).toEqual([
         "Text generation request",
         "Zero-shot classification request",
+        ...(piiModelPath ? ["Entity extraction request"] : []),
       ]);
       const generators = props(route).model!.enum as string[];
       // The registry of the platform, live: routes restrict which models each path lists.

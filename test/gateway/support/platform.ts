@@ -23,6 +23,15 @@ import {
   type RunningRuntime,
 } from "../../runtime/support/runtime-server.js";
 import { startCountingSink, type CountingSink } from "../outbox/sink-server.js";
+import { sharedModel } from "../../support/shared-models.js";
+
+/**
+ * The real PII model (CC BY 4.0, National Design Studio; attribution in its
+ * folder's NOTICE) serves entity extraction beside the generated models.
+ * Where the shared models are absent (not in CI), the platform runs without it.
+ */
+export const PII_MODEL = "rampart-pii";
+export const piiModelPath = sharedModel(PII_MODEL, "onnx/model_q4.onnx");
 
 /**
  * The whole request path on loopback, with real parts: runtimes serving the
@@ -42,7 +51,7 @@ export interface Platform {
   opsUrl: string;
   gateway: FastifyInstance;
   components: GatewayComponents;
-  runtimes: { gpt: RunningRuntime; nli: RunningRuntime };
+  runtimes: { gpt: RunningRuntime; nli: RunningRuntime; pii: RunningRuntime | null };
   provider: PaymentProvider;
   sink: CountingSink;
   keys: { acme: GeneratedKey; acmeWeb: GeneratedKey; revoked: GeneratedKey; limited: GeneratedKey };
@@ -98,6 +107,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
     overflow: "error",
   });
   const nli = await startRuntime({ path: await fixtureFolder("tiny-nli"), modelId: "tiny-nli" });
+  const pii = piiModelPath ? await startRuntime({ path: piiModelPath, modelId: PII_MODEL }) : null;
   const hung = await startHungRuntime();
   const refused = await closedPort();
   const provider = await startPaymentProvider();
@@ -112,6 +122,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
       gpt.url,
     ) +
       modelYaml("tiny-nli", `  task: zero-shot-classification\n${source}`, nli.url) +
+      (pii ? modelYaml(PII_MODEL, `  task: entity-extraction\n${source}`, pii.url) : "") +
       modelYaml(
         "api-only",
         `  model: tiny-gpt-api\n  task: text-generation\n${source}  routes: [api-key]\n`,
@@ -213,7 +224,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
     opsUrl,
     gateway,
     components,
-    runtimes: { gpt, nli },
+    runtimes: { gpt, nli, pii },
     provider,
     sink,
     keys,
@@ -243,6 +254,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
       await components.close();
       await gpt.close();
       await nli.close();
+      await pii?.close();
       await provider.close();
       await sink.close();
       hung.server.closeAllConnections();
