@@ -5,8 +5,8 @@
 // (the peer), with the ratios and each process's peak resident memory.
 // Prints progress, then one table of this run's figures. There is no target
 // to miss: the exit code is non-zero only when the run itself breaks (an
-// engine refuses, fails requests or answers nothing). See
-// docs/entity-extraction-bench.md.
+// engine refuses, fails requests or answers nothing, or our entities differ
+// from the peer's). See docs/entity-extraction-bench.md.
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -44,6 +44,13 @@ log(`done in ${elapsedSeconds().toFixed(0)} s; figures as JSON in ${figuresFile}
 process.stdout.write(`\n${extractTable(figures, cost, load).join("\n")}\n`);
 
 const broken = figures.points.filter((p) => p.result.failed > 0 || p.result.completed === 0);
+// Different answers would make the ratios compare different work.
+if (figures.sameEntities < figures.sentences) {
+  log(
+    `broken: the runtime and the peer disagree on ${figures.sentences - figures.sameEntities} sentences (see above)`,
+  );
+  process.exitCode = 1;
+}
 if (broken.length > 0) {
   for (const p of broken) {
     log(
