@@ -15,7 +15,12 @@ const config = JSON.parse(process.argv[2] ?? "{}") as ChildConfig;
 // The same wiring and order as runtime/main.ts, minus logs (the benchmark
 // reads stdout): listen first, then warm up, and only then answer as ready,
 // so that the benchmark starts the runtime the way a pod does.
-const model = await loadModel({ path: config.path, overflow: "truncate", threads: config.threads });
+const model = await loadModel({
+  ...config.load,
+  path: config.path,
+  overflow: "truncate",
+  threads: config.threads,
+});
 const metrics = createRuntimeMetrics({ model: config.modelId });
 const service = new ModelService(
   model,

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import type { ThroughputOptions } from "../../../runtime/model-service.js";
+import type { LoadOptions } from "../../../runtime/model/load-model.js";
 
 /** What runtime-child.ts is told, as one JSON argument. */
 export interface ChildConfig {
@@ -9,6 +10,8 @@ export interface ChildConfig {
   modelId: string;
   threads: number;
   throughput: Partial<ThroughputOptions>;
+  /** The ONNX file and task, for a folder whose defaults the loader cannot infer. */
+  load?: Pick<LoadOptions, "onnxFile" | "task">;
 }
 
 export interface RuntimeProcess {
@@ -39,11 +42,23 @@ export async function startRuntimeProcess(
   config: ChildConfig,
   nodeFlags: readonly string[] = [],
 ): Promise<RuntimeProcess> {
-  const child = spawn(
-    process.execPath,
-    [...nodeFlags, "--import", "tsx", CHILD_SCRIPT, JSON.stringify(config)],
-    { stdio: ["pipe", "pipe", "inherit"], cwd: process.cwd() },
-  );
+  return startServerProcess(CHILD_SCRIPT, JSON.stringify(config), nodeFlags);
+}
+
+/**
+ * Any benchmark server script that speaks runtime-child.ts' protocol: one
+ * JSON argument in, one `{"url": ...}` line out when ready, SIGTERM or a
+ * closed stdin to stop (the entity-extraction benchmark's peer server).
+ */
+export async function startServerProcess(
+  script: string,
+  argument: string,
+  nodeFlags: readonly string[] = [],
+): Promise<RuntimeProcess> {
+  const child = spawn(process.execPath, [...nodeFlags, "--import", "tsx", script, argument], {
+    stdio: ["pipe", "pipe", "inherit"],
+    cwd: process.cwd(),
+  });
   const url = await readyUrl(child);
   const pid = child.pid!;
   return {
@@ -60,11 +75,11 @@ function readyUrl(child: ChildProcess): Promise<string> {
     let buffered = "";
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
-      reject(new Error(`runtime child not ready within ${READY_TIMEOUT_MS} ms`));
+      reject(new Error(`server child not ready within ${READY_TIMEOUT_MS} ms`));
     }, READY_TIMEOUT_MS);
     child.once("exit", (code) => {
       clearTimeout(timer);
-      reject(new Error(`runtime child exited with ${code} before it was ready`));
+      reject(new Error(`server child exited with ${code} before it was ready`));
     });
     child.stdout!.on("data", (chunk: Buffer) => {
       buffered += chunk.toString("utf8");
@@ -74,7 +89,7 @@ function readyUrl(child: ChildProcess): Promise<string> {
       try {
         resolve((JSON.parse(buffered.slice(0, newline)) as { url: string }).url);
       } catch (error) {
-        reject(new Error(`runtime child printed ${buffered.slice(0, 200)}`, { cause: error }));
+        reject(new Error(`server child printed ${buffered.slice(0, 200)}`, { cause: error }));
       }
     });
   });
