@@ -1,0 +1,59 @@
+import { mkdir } from "node:fs/promises";
+import { PGlite } from "@electric-sql/pglite";
+import { Kysely, PGliteDialect, PostgresDialect } from "kysely";
+import pg from "pg";
+import type { Database } from "./database.js";
+
+/**
+ * Where the store lives: a PostgreSQL server (`postgres://…`), or the
+ * embedded default, PGlite (PostgreSQL compiled to WASM, in this process) on
+ * a folder. Both run the same migrations and the same queries.
+ */
+export type StoreTarget = { url: string } | { dataDir: string };
+
+export type StoreEngine = "postgres" | "pglite";
+
+export interface StoreConnection {
+  db: Kysely<Database>;
+  engine: StoreEngine;
+}
+
+export interface ConnectOptions {
+  /** Connections in the server pool; default 10. PGlite has one. */
+  maxConnections?: number;
+}
+
+/** PostgreSQL type oid of int8 (bigint), which `count(*)` and `sum(integer)` return. */
+const INT8_OID = 20;
+const int8AsNumber = new pg.TypeOverrides();
+int8AsNumber.setTypeParser(INT8_OID, (value: string) => Number(value));
+
+/**
+ * Opens a connection (pool) to the target without touching the schema; see
+ * `openStore` for the migrated store. Nothing is connected until the first
+ * query, so a server that is down fails that query, not this call.
+ */
+export async function connectStore(
+  target: StoreTarget,
+  options: ConnectOptions = {},
+): Promise<StoreConnection> {
+  if ("url" in target) {
+    const pool = new pg.Pool({
+      connectionString: target.url,
+      max: options.maxConnections ?? 10,
+      // PGlite reads int8 as a number and pg as a string: the same query must
+      // give the same value on both, and token sums stay far below 2^53.
+      types: int8AsNumber,
+    });
+    // An idle client whose server went away emits an error; without a
+    // listener that would end the process. The next query reconnects.
+    pool.on("error", () => undefined);
+    return {
+      db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }),
+      engine: "postgres",
+    };
+  }
+  await mkdir(target.dataDir, { recursive: true });
+  const pglite = await PGlite.create(target.dataDir);
+  return { db: new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) }), engine: "pglite" };
+}
