@@ -101,6 +101,10 @@ program
     "--journal-sync <when>",
     "journals reach the disk: always (before each answer) or within a duration (default 100ms)",
   )
+  .option(
+    "--database-url <url>",
+    "PostgreSQL for the usage ledger (default: embedded PGlite in the state folder); prefer MODELGATE_DATABASE_URL, a flag is visible in ps",
+  )
   .option("--usage-sink-url <url>", "where usage records are exported")
   .option("--usage-sink-token-file <file>", "bearer token for the usage sink")
   .option("--pay-provider-url <url>", "the payment provider's base URL")

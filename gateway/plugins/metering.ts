@@ -1,4 +1,5 @@
 import type { onSendAsyncHookHandler } from "fastify";
+import { costOf } from "../metering/cost.js";
 import type { Meter } from "../metering/meter.js";
 import type { GatewayMetrics } from "../metrics.js";
 import { formatPayUsage, PAY_USAGE_HEADER } from "../pay/pay-usage.js";
@@ -36,6 +37,8 @@ export function billServed(parts: MeteringParts): onSendAsyncHookHandler {
     const mode = routeConfigOf(request).metering;
     const caller = request.caller;
     const { model, usage } = served;
+    // Priced as the request is answered: a later price change never reprices it.
+    const priced = { cost: costOf(usage, model.prices), currency: model.prices.currency };
     if (mode === "usage" && caller?.kind === "api-key") {
       await parts.meter.record({
         responseId: responseIdOf(request),
@@ -46,6 +49,7 @@ export function billServed(parts: MeteringParts): onSendAsyncHookHandler {
         model: model.id,
         inputTokens: usage.inputTokens,
         outputTokens: usage.outputTokens,
+        ...priced,
         time: new Date(parts.now()).toISOString(),
       });
     } else if (mode === "settlement" && caller?.kind === "pay" && parts.settlements) {
@@ -62,6 +66,7 @@ export function billServed(parts: MeteringParts): onSendAsyncHookHandler {
         model: model.id,
         inputTokens: usage.inputTokens,
         outputTokens: usage.outputTokens,
+        ...priced,
         createdAtMs: parts.now(),
       });
       await parts.settlements.settle(record);

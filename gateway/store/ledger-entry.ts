@@ -17,6 +17,10 @@ const count = z
 /** A non-negative decimal without exponent, as PostgreSQL's `numeric` reads it. */
 export const decimalSchema = z.string().regex(/^[0-9]+(\.[0-9]+)?$/, "must be a decimal number");
 
+export const currencySchema = z
+  .string()
+  .regex(/^[A-Z]{3}$/, "must be an ISO 4217 code such as USD");
+
 export const ledgerEntrySchema = z
   .object({
     /** The id the gateway minted for the request: the ledger's key. */
@@ -33,7 +37,7 @@ export const ledgerEntrySchema = z
     outputTokens: count,
     /** What the request cost at the model's prices when it was answered. */
     cost: decimalSchema,
-    currency: z.string().regex(/^[A-Z]{3}$/),
+    currency: currencySchema,
     /** When the gateway answered (RFC 3339). */
     time: z.iso.datetime({ offset: true }),
   })

@@ -14,15 +14,17 @@ export interface LedgerSinkHooks {
  * write-ahead buffer (the answer waits for the journal, never for the
  * database) and the outbox ships what it holds here in batches. Resolving
  * means the ledger has every entry of the batch; the ledger's key makes a
- * batch that is sent again land once.
+ * batch that is sent again land once. `db` may be a function that waits
+ * for the store to open (and rejects while it cannot: a retryable failure).
  */
 export function createLedgerSender(
-  db: Kysely<Database>,
+  db: Kysely<Database> | (() => Promise<Kysely<Database>>),
   hooks: LedgerSinkHooks = {},
 ): OutboxSendBatch<LedgerEntry> {
   return async (items) => {
+    const handle = typeof db === "function" ? await db() : db;
     const inserted = await recordLedgerEntries(
-      db,
+      handle,
       items.map((item) => item.record),
     );
     hooks.onWritten?.(items.length, inserted);

@@ -224,8 +224,12 @@ describe("pay-signature: genuine signatures are served", () => {
   });
 
   it("serves k2 signed with both its secrets at once (one v1 each)", async () => {
+    // A timestamp p.sign never gives (it signs at now or later): the tests
+    // above signed BODY under k2 within the last seconds, and a signature
+    // is accepted once, so `now()` collides with them whenever a second
+    // boundary falls between those tests and this one.
     const signature = formatPaySignature({
-      t: now(),
+      t: now() - 100,
       kid: "k2",
       v1: [digest(BODY, SECRETS.k2new), digest(BODY, SECRETS.k2old)],
     });

@@ -1,9 +1,9 @@
-import { cp, mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { PGlite } from "@electric-sql/pglite";
 import { afterAll } from "vitest";
 import type { StoreEngine, StoreTarget } from "../../../gateway/store/connect.js";
+import { seedPgliteFolder } from "../../support/pglite-template.js";
 import { startPostgresServer, type PostgresServer } from "../../support/postgres-server.js";
 
 /**
@@ -22,19 +22,10 @@ export interface StoreEngineHarness {
 export function useStoreEngines(): StoreEngineHarness[] {
   const folders: string[] = [];
   let server: Promise<PostgresServer> | undefined;
-  let pgliteTemplate: Promise<string> | undefined;
 
   const newFolder = async (): Promise<string> => {
     const dir = await mkdtemp(join(tmpdir(), "modelgate-pglite-"));
     folders.push(dir);
-    return dir;
-  };
-  // A new PGlite folder runs initdb in WASM (seconds); a copy of one made
-  // once per file is a valid empty cluster and opens in a fraction of that.
-  const template = async (): Promise<string> => {
-    const dir = join(await newFolder(), "template");
-    const pglite = await PGlite.create(dir);
-    await pglite.close();
     return dir;
   };
   const startServer = () => (server ??= startPostgresServer());
@@ -48,9 +39,8 @@ export function useStoreEngines(): StoreEngineHarness[] {
     {
       name: "pglite",
       async newTarget() {
-        const source = await (pgliteTemplate ??= template());
         const dataDir = join(await newFolder(), "data");
-        await cp(source, dataDir, { recursive: true });
+        await seedPgliteFolder(dataDir);
         return { dataDir };
       },
       server: () => Promise.reject(new Error("no server: this is the embedded engine")),
