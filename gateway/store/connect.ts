@@ -41,6 +41,10 @@ export async function connectStore(
     const pool = new pg.Pool({
       connectionString: target.url,
       max: options.maxConnections ?? 10,
+      // A server that drops packets must fail a send, not hold it (and the
+      // gateway's shutdown) forever: the outbox retries it later.
+      connectionTimeoutMillis: 10_000,
+      query_timeout: 30_000,
       // PGlite reads int8 as a number and pg as a string: the same query must
       // give the same value on both, and token sums stay far below 2^53.
       types: int8AsNumber,

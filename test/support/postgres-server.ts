@@ -27,6 +27,10 @@ export interface PostgresServer {
   port: number;
   /** Creates an empty database and returns its URL: one per test keeps tests apart. */
   createDatabase(name?: string): Promise<string>;
+  /** Stops the server, keeping its data, as an outage would (connections are cut). */
+  halt(): Promise<void>;
+  /** Starts a halted server again, on the same port with the same data. */
+  resume(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -93,6 +97,12 @@ export async function startPostgresServer(): Promise<PostgresServer> {
         }
         return `postgres://postgres@127.0.0.1:${port}/${database}`;
       },
+      async halt() {
+        await command("pg_ctl", ["stop", "-D", data, "-m", "fast", "-w"]);
+      },
+      async resume() {
+        await command("pg_ctl", startArguments(data, dir, port));
+      },
       async stop() {
         process.removeListener("exit", stopNow);
         if (stopped) return;
@@ -116,33 +126,37 @@ async function startOnFreePort(
   let lastError: unknown;
   for (let attempt = 0; attempt < 3; attempt += 1) {
     const port = await freePort();
-    const options = [
-      `-c listen_addresses=127.0.0.1`,
-      `-c port=${port}`,
-      `-c unix_socket_directories=${socketDir}`,
-      "-c fsync=off",
-      "-c full_page_writes=off",
-      "-c max_connections=100",
-    ].join(" ");
     try {
-      await command("pg_ctl", [
-        "start",
-        "-D",
-        data,
-        "-w",
-        "-t",
-        "60",
-        "-l",
-        join(socketDir, "server.log"),
-        "-o",
-        options,
-      ]);
+      await command("pg_ctl", startArguments(data, socketDir, port));
       return port;
     } catch (error) {
       lastError = error;
     }
   }
   throw new Error(`PostgreSQL did not start: ${String(lastError)}`);
+}
+
+function startArguments(data: string, socketDir: string, port: number): string[] {
+  const options = [
+    `-c listen_addresses=127.0.0.1`,
+    `-c port=${port}`,
+    `-c unix_socket_directories=${socketDir}`,
+    "-c fsync=off",
+    "-c full_page_writes=off",
+    "-c max_connections=100",
+  ].join(" ");
+  return [
+    "start",
+    "-D",
+    data,
+    "-w",
+    "-t",
+    "60",
+    "-l",
+    join(socketDir, "server.log"),
+    "-o",
+    options,
+  ];
 }
 
 /** `MODELGATE_PG_BIN`, else the newest of Debian's /usr/lib/postgresql/<version>/bin. */

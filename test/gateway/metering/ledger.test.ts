@@ -3,19 +3,16 @@ import { costOf } from "../../../gateway/metering/cost.js";
 import { PAY_ACCOUNT } from "../../../gateway/metering/to-ledger.js";
 import { GEN, NLI } from "../conformance/support.js";
 import { startPlatform, type Platform } from "../support/platform.js";
+import { useStoreEngines, type StoreEngineHarness } from "../store/engines.js";
 
 /**
- * The real gateway, its journals and its embedded ledger (PGlite in the
- * state folder): every answered request on either route becomes exactly one
- * ledger row, priced at the model's prices; refused requests leave none.
+ * The real gateway, its journals and its ledger, on the embedded default
+ * (PGlite in the state folder) and on a PostgreSQL server (--database-url):
+ * every answered request on either route becomes exactly one ledger row,
+ * priced at the model's prices; refused requests leave none.
  */
+const engines = useStoreEngines();
 let p: Platform;
-beforeAll(async () => {
-  p = await startPlatform();
-});
-afterAll(async () => {
-  await p?.close();
-});
 
 interface Answered {
   id: string;
@@ -30,8 +27,8 @@ async function answered(response: Response, route: string): Promise<Answered> {
   return { ...body, route };
 }
 
-async function ledgerRows() {
-  const db = await p.components.store.db();
+async function ledgerRows(platform: Platform = p) {
+  const db = await platform.components.store.db();
   return db.selectFrom("usage_ledger").selectAll().orderBy("response_id").execute();
 }
 
@@ -44,7 +41,19 @@ async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Pr
   }
 }
 
-describe("usage ledger behind the real gateway", () => {
+async function platformOn(engine: StoreEngineHarness): Promise<Platform> {
+  const target = await engine.newTarget();
+  return startPlatform("url" in target ? { config: { databaseUrl: target.url } } : {});
+}
+
+describe.each(engines)("usage ledger behind the real gateway, on $name", (engine) => {
+  beforeAll(async () => {
+    p = await platformOn(engine);
+  });
+  afterAll(async () => {
+    await p?.close();
+  });
+
   it("holds exactly one row per answered request, none for refused ones", async () => {
     const served: Answered[] = [];
     for (let i = 0; i < 3; i += 1) served.push(await answered(await p.api(GEN), "/v1/responses"));
@@ -123,5 +132,56 @@ describe("usage ledger behind the real gateway", () => {
     ]);
     expect(Number(gpt.cost)).toBeGreaterThan(0);
     expect([nli.cost, nli.currency]).toEqual(["0", "USD"]);
+  });
+});
+
+describe("usage ledger while its PostgreSQL server is down", () => {
+  const postgres = engines.find((engine) => engine.name === "postgres")!;
+
+  it("serves, keeps the records waiting in the journal, and lands each once when it is back", async () => {
+    const server = await postgres.server();
+    const url = await server.createDatabase();
+    await server.halt();
+    const platform = await startPlatform({ config: { databaseUrl: url } });
+    try {
+      // Down from the start: the gateway serves and the store cannot open.
+      const ids: string[] = [];
+      const serve = async () => {
+        const res = await platform.api(GEN);
+        ids.push((await answered(res, "/v1/responses")).id);
+      };
+      await serve();
+      await serve();
+      const pending = async () => {
+        const text = await (await fetch(`${platform.opsUrl}/metrics`)).text();
+        return Number(/modelgate_outbox_pending_records\{outbox="usage"\} (\d+)/.exec(text)?.[1]);
+      };
+      expect(await pending()).toBe(2);
+      await server.resume();
+      expect(platform.logLines.join("\n")).toContain("store unavailable");
+      const rows = await until(
+        () => ledgerRows(platform),
+        (r) => r.length >= 2,
+      );
+      expect(rows.map((row) => row.response_id).sort()).toEqual([...ids].sort());
+
+      // Down again once open: the pool's connections are cut.
+      await server.halt();
+      await serve();
+      await serve();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(await pending()).toBe(2);
+      await server.resume();
+      await until(
+        () => ledgerRows(platform),
+        (r) => r.length >= 4,
+      );
+      await until(pending, (n) => n === 0);
+      expect((await ledgerRows(platform)).map((row) => row.response_id).sort()).toEqual(
+        [...ids].sort(),
+      );
+    } finally {
+      await platform.close();
+    }
   });
 });
