@@ -23,6 +23,8 @@ export interface ConnectOptions {
   maxConnections?: number;
 }
 
+const PGLITE_SHARED_BUFFERS = "16MB";
+
 /** PostgreSQL type oid of int8 (bigint), which `count(*)` and `sum(integer)` return. */
 const INT8_OID = 20;
 const int8AsNumber = new pg.TypeOverrides();
@@ -58,6 +60,11 @@ export async function connectStore(
     };
   }
   await mkdir(target.dataDir, { recursive: true });
-  const pglite = await PGlite.create(target.dataDir);
+  const pglite = await PGlite.create(target.dataDir, {
+    // PostgreSQL's default 128 MB of shared buffers would be most of the
+    // gateway pod's memory, on top of the WebAssembly heap; an append-mostly
+    // ledger needs far less (see docs/state.md).
+    postgresqlconf: [`shared_buffers=${PGLITE_SHARED_BUFFERS}`],
+  });
   return { db: new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) }), engine: "pglite" };
 }
