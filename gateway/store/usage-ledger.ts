@@ -27,7 +27,7 @@ export function toLedgerRow(entry: LedgerEntry): Insertable<UsageLedgerTable> {
 }
 
 /**
- * Writes entries to the ledger in one transaction and returns how many were
+ * Writes entries to the ledger atomically and returns how many were
  * new. A response id already there is skipped (`ON CONFLICT DO NOTHING`),
  * never updated: a batch sent again after a timeout, or an entry replayed
  * from the journal after a crash, lands once, as first written.
@@ -38,15 +38,21 @@ export async function recordLedgerEntries(
 ): Promise<number> {
   if (entries.length === 0) return 0;
   const rows = entries.map(toLedgerRow);
+  const insert = async (into: Kysely<Database>, part: Insertable<UsageLedgerTable>[]) => {
+    const result = await into
+      .insertInto("usage_ledger")
+      .values(part)
+      .onConflict((conflict) => conflict.column("response_id").doNothing())
+      .executeTakeFirst();
+    return Number(result.numInsertedOrUpdatedRows ?? 0n);
+  };
+  // One statement is atomic on its own: a transaction around it would only
+  // add two round trips (BEGIN, COMMIT) to every batch.
+  if (rows.length <= ROWS_PER_STATEMENT) return insert(db, rows);
   return db.transaction().execute(async (trx) => {
     let inserted = 0;
     for (let start = 0; start < rows.length; start += ROWS_PER_STATEMENT) {
-      const result = await trx
-        .insertInto("usage_ledger")
-        .values(rows.slice(start, start + ROWS_PER_STATEMENT))
-        .onConflict((conflict) => conflict.column("response_id").doNothing())
-        .executeTakeFirst();
-      inserted += Number(result.numInsertedOrUpdatedRows ?? 0n);
+      inserted += await insert(trx, rows.slice(start, start + ROWS_PER_STATEMENT));
     }
     return inserted;
   });

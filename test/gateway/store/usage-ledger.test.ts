@@ -85,6 +85,14 @@ describe.each(engines)("usage ledger on $name", (engine) => {
     expect(await ledger(opened)).toEqual([1, 2, 3, 4, 5, 6].map((n) => entry(n)));
   });
 
+  it("writes more rows than one statement takes in one call, once", async () => {
+    const opened = await store(await engine.newTarget());
+    const many = Array.from({ length: 2500 }, (_, n) => entry(n + 10));
+    expect(await recordLedgerEntries(opened.db, many)).toBe(2500);
+    expect(await recordLedgerEntries(opened.db, many.slice(900, 1200))).toBe(0);
+    expect((await ledger(opened)).length).toBe(2500);
+  });
+
   it("an entry replayed from the journal after a crash lands once", async () => {
     const opened = await store(await engine.newTarget());
     const dir = await outboxDir();
