@@ -39,9 +39,9 @@ export interface GatewayComponents {
 
 /** Billing records are never given up on: retried until the receiver answers. */
 const NEVER_GIVE_UP = { baseDelayMs: 500, maxDelayMs: 60_000 };
-/** Usage records per batch (one ledger transaction, one POST to the sink), at most. */
+/** Usage records per batch (one ledger INSERT, one POST to the sink), at most. */
 const USAGE_BATCH_MAX = 100;
-/** How long a usage record may wait for others to share its POST. */
+/** How long a usage record may wait for others to share its batch. */
 const USAGE_LINGER_MS = 100;
 
 export async function createGatewayComponents(
