@@ -8,7 +8,12 @@ import { createHttpSinkSender, SinkError } from "./metering/http-sink.js";
 import { Meter } from "./metering/meter.js";
 import { ledgerEntryOfSettlement, ledgerEntryOfUsage } from "./metering/to-ledger.js";
 import { parseUsageRecord, toWireUsage, type UsageRecord } from "./metering/usage-record.js";
-import { createGatewayMetrics, observeRegistry, observeUsedSignatures } from "./metrics.js";
+import {
+  createGatewayMetrics,
+  observeRegistry,
+  observeStore,
+  observeUsedSignatures,
+} from "./metrics.js";
 import { DurableOutbox } from "./outbox/durable-outbox.js";
 import { outboxMetrics } from "./outbox/outbox-metrics.js";
 import { PaymentProviderClient, SettlementError } from "./pay/provider-client.js";
@@ -67,7 +72,14 @@ export async function createGatewayComponents(
   );
   store.start();
   closers.push(() => store.close());
-  const toLedger = createLedgerSender(() => store.db());
+  observeStore(metrics, store);
+  const toLedger = createLedgerSender(() => store.db(), {
+    onWritten: () => (store.reachable = true),
+    // A record the database refused is no outage: only other errors say it is down.
+    onFailed: (error) => {
+      if (isRetryableLedgerError(error)) store.reachable = false;
+    },
+  });
 
   // The usage journal is the ledger's write-ahead buffer: each batch goes to
   // the ledger, then to the HTTP sink when one is set. Both dedupe on the

@@ -7,6 +7,8 @@ import { recordLedgerEntries } from "./usage-ledger.js";
 export interface LedgerSinkHooks {
   /** After each batch: how many entries it held and how many were new to the ledger. */
   onWritten?(entries: number, inserted: number): void;
+  /** After a batch failed, with the error the outbox sees. */
+  onFailed?(error: unknown): void;
 }
 
 /**
@@ -22,11 +24,17 @@ export function createLedgerSender(
   hooks: LedgerSinkHooks = {},
 ): OutboxSendBatch<LedgerEntry> {
   return async (items) => {
-    const handle = typeof db === "function" ? await db() : db;
-    const inserted = await recordLedgerEntries(
-      handle,
-      items.map((item) => item.record),
-    );
+    let inserted: number;
+    try {
+      const handle = typeof db === "function" ? await db() : db;
+      inserted = await recordLedgerEntries(
+        handle,
+        items.map((item) => item.record),
+      );
+    } catch (error) {
+      hooks.onFailed?.(error);
+      throw error;
+    }
     hooks.onWritten?.(items.length, inserted);
   };
 }

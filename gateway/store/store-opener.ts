@@ -16,6 +16,8 @@ import { describeTarget, openStore, type Store } from "./store.js";
 export class StoreOpener {
   private opening: Promise<Store> | undefined;
   private closed = false;
+  /** Whether the last open or ledger write reached the database. */
+  reachable = false;
   private readonly logger: Logger;
 
   constructor(
@@ -39,6 +41,7 @@ export class StoreOpener {
     if (this.closed) return Promise.reject(new Error("store closed"));
     this.opening ??= openStore(this.target, { logger: this.logger }).then(
       (store) => {
+        this.reachable = true;
         this.logger.info(
           { store: describeTarget(this.target), engine: store.engine },
           "store open",
@@ -47,6 +50,7 @@ export class StoreOpener {
       },
       (error: unknown) => {
         this.opening = undefined;
+        this.reachable = false;
         this.logger.warn(
           { store: describeTarget(this.target), err: errorText(error) },
           "store unavailable: usage waits in the local journal",

@@ -152,11 +152,14 @@ describe("usage ledger while its PostgreSQL server is down", () => {
       };
       await serve();
       await serve();
-      const pending = async () => {
+      const metric = async (pattern: RegExp) => {
         const text = await (await fetch(`${platform.opsUrl}/metrics`)).text();
-        return Number(/modelgate_outbox_pending_records\{outbox="usage"\} (\d+)/.exec(text)?.[1]);
+        return Number(pattern.exec(text)?.[1]);
       };
+      const pending = () => metric(/modelgate_outbox_pending_records\{outbox="usage"\} (\d+)/);
+      const storeUp = () => metric(/^modelgate_gateway_store_up (\d+)$/m);
       expect(await pending()).toBe(2);
+      expect(await storeUp()).toBe(0);
       await server.resume();
       expect(platform.logLines.join("\n")).toContain("store unavailable");
       const rows = await until(
@@ -164,12 +167,14 @@ describe("usage ledger while its PostgreSQL server is down", () => {
         (r) => r.length >= 2,
       );
       expect(rows.map((row) => row.response_id).sort()).toEqual([...ids].sort());
+      expect(await storeUp()).toBe(1);
 
       // Down again once open: the pool's connections are cut.
       await server.halt();
       await serve();
       await serve();
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await until(storeUp, (up) => up === 0);
+      expect(await storeUp()).toBe(0);
       expect(await pending()).toBe(2);
       await server.resume();
       await until(
@@ -177,6 +182,7 @@ describe("usage ledger while its PostgreSQL server is down", () => {
         (r) => r.length >= 4,
       );
       await until(pending, (n) => n === 0);
+      expect(await storeUp()).toBe(1);
       expect((await ledgerRows(platform)).map((row) => row.response_id).sort()).toEqual(
         [...ids].sort(),
       );
