@@ -102,10 +102,17 @@ program
   .option("--kubeconfig <file>", "kubeconfig (default: KUBECONFIG, then the service account)")
   .option("--watch-namespace <ns>", "only route models of this namespace (default: all)")
   .option("--keys-file <file>", "API keys file (hashed keys, accounts, projects)")
-  .option("--state-dir <dir>", "where usage and settlement journals are kept")
+  .option(
+    "--state-dir <dir>",
+    "where the usage and settlement journals and the embedded ledger database are kept",
+  )
   .option(
     "--journal-sync <when>",
     "journals reach the disk: always (before each answer) or within a duration (default 100ms)",
+  )
+  .option(
+    "--database-url <url>",
+    "PostgreSQL for the usage ledger (default: embedded PGlite in the state folder); prefer MODELGATE_DATABASE_URL, a flag is visible in ps",
   )
   .option("--usage-sink-url <url>", "where usage records are exported")
   .option("--usage-sink-token-file <file>", "bearer token for the usage sink")
@@ -188,7 +195,10 @@ program
   )
   .option("--port <port>", "gateway port (default 8080)")
   .option("--host <host>", "gateway address (default 127.0.0.1)")
-  .option("--state-dir <dir>", "where keys, secrets and journals go (default .modelgate/dev)")
+  .option(
+    "--state-dir <dir>",
+    "where keys, secrets, journals and the ledger database go (default .modelgate/dev)",
+  )
   .option("--no-pay", "do not start the local payment provider")
   .action(async (flags: Record<string, unknown>) => {
     const { runDev } = await import("./dev/dev-command.js");

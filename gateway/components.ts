@@ -5,13 +5,19 @@ import { KeyStore } from "./auth/key-store.js";
 import { parseKeysFile } from "./auth/keys-file.js";
 import type { GatewayDeps, PaymentDeps } from "./app.js";
 import { readSecretFile, readSigningSecrets, type GatewayConfig } from "./config.js";
-import { createHttpSinkSender, isRetryableSinkError } from "./metering/http-sink.js";
+import { createHttpSinkSender, SinkError } from "./metering/http-sink.js";
 import { Meter } from "./metering/meter.js";
+import { ledgerEntryOfSettlement, ledgerEntryOfUsage } from "./metering/to-ledger.js";
 import { parseUsageRecord, toWireUsage, type UsageRecord } from "./metering/usage-record.js";
-import { createGatewayMetrics, observeRegistry, observeUsedSignatures } from "./metrics.js";
+import {
+  createGatewayMetrics,
+  observeRegistry,
+  observeStore,
+  observeUsedSignatures,
+} from "./metrics.js";
 import { DurableOutbox } from "./outbox/durable-outbox.js";
 import { outboxMetrics } from "./outbox/outbox-metrics.js";
-import { PaymentProviderClient } from "./pay/provider-client.js";
+import { PaymentProviderClient, SettlementError } from "./pay/provider-client.js";
 import {
   isRetryableSettlementError,
   parseSettlementRecord,
@@ -21,6 +27,8 @@ import {
 import type { RateLimits } from "./rate-limit/limits.js";
 import { ModelRegistry } from "./registry/registry.js";
 import { createSharedState } from "./shared-state/shared-state.js";
+import { createLedgerSender, isRetryableLedgerError } from "./store/ledger-sink.js";
+import { StoreOpener } from "./store/store-opener.js";
 import { Upstream } from "./upstream/forward.js";
 
 /**
@@ -30,14 +38,16 @@ import { Upstream } from "./upstream/forward.js";
  */
 export interface GatewayComponents {
   deps: GatewayDeps;
+  /** The system of record (the usage ledger), opened in the background. */
+  store: StoreOpener;
   close(): Promise<void>;
 }
 
 /** Billing records are never given up on: retried until the receiver answers. */
 const NEVER_GIVE_UP = { baseDelayMs: 500, maxDelayMs: 60_000 };
-/** Usage records per POST to the sink, at most. */
+/** Usage records per batch (one ledger INSERT, one POST to the sink), at most. */
 const USAGE_BATCH_MAX = 100;
-/** How long a usage record may wait for others to share its POST. */
+/** How long a usage record may wait for others to share its batch. */
 const USAGE_LINGER_MS = 100;
 
 export async function createGatewayComponents(
@@ -54,36 +64,59 @@ export async function createGatewayComponents(
     logger.warn("no keys file (--keys-file): every API-key request is refused with 401");
   closers.push(() => keys.close());
 
+  // The ledger: PostgreSQL when a URL is given, else PGlite in the state
+  // folder. Opened in the background: the gateway serves while the database
+  // is down, and usage waits in the journals until it is back.
+  const store = new StoreOpener(
+    config.databaseUrl ? { url: config.databaseUrl } : { dataDir: join(config.stateDir, "db") },
+    { logger },
+  );
+  store.start();
+  closers.push(() => store.close());
+  observeStore(metrics, store);
+  const toLedger = createLedgerSender(() => store.db(), {
+    onWritten: () => (store.reachable = true),
+    // A record the database refused is no outage: only other errors say it is down.
+    onFailed: (error) => {
+      if (isRetryableLedgerError(error)) store.reachable = false;
+    },
+  });
+
+  // The usage journal is the ledger's write-ahead buffer: each batch goes to
+  // the ledger, then to the HTTP sink when one is set. Both dedupe on the
+  // response id, so a batch retried because either failed counts once.
+  const exportUsage = config.usageSinkUrl
+    ? createHttpSinkSender({
+        url: config.usageSinkUrl,
+        toWire: toWireUsage,
+        ...(config.usageSinkTokenFile ? { token: readSecretFile(config.usageSinkTokenFile) } : {}),
+      })
+    : undefined;
   const usageOutbox = new DurableOutbox<UsageRecord>({
     dir: join(config.stateDir, "usage"),
     name: "usage",
     journalSync: config.journalSync,
-    sendBatch: config.usageSinkUrl
-      ? createHttpSinkSender({
-          url: config.usageSinkUrl,
-          toWire: toWireUsage,
-          ...(config.usageSinkTokenFile
-            ? { token: readSecretFile(config.usageSinkTokenFile) }
-            : {}),
-        })
-      : () => Promise.reject(new Error("no usage sink configured (--usage-sink-url)")),
-    // Records that arrive one by one share a POST when they are at most
+    sendBatch: async (items, options) => {
+      await toLedger(
+        items.map((item) => ({ key: item.key, record: ledgerEntryOfUsage(item.record) })),
+        options,
+      );
+      await exportUsage?.(items, options);
+    },
+    // Records that arrive one by one share a batch when they are at most
     // USAGE_LINGER_MS apart: billing needs every record, not each at once.
     maxBatch: USAGE_BATCH_MAX,
     lingerMs: USAGE_LINGER_MS,
-    isRetryable: isRetryableSinkError,
+    isRetryable: (error) =>
+      error instanceof SinkError ? error.retryable : isRetryableLedgerError(error),
     retry: NEVER_GIVE_UP,
     parse: parseUsageRecord,
     metrics: outboxMetrics(metrics.registry, "usage"),
     logger,
   });
-  // Without a sink the records stay journaled, to be delivered once one is set.
-  if (config.usageSinkUrl) await usageOutbox.start();
-  else {
-    await usageOutbox.open();
-    logger.warn(
-      "no usage sink (--usage-sink-url): usage records are journaled and counted, not exported",
-    );
+  await usageOutbox.start();
+  if (!config.usageSinkUrl) {
+    logger.info("no usage sink (--usage-sink-url): usage goes to the ledger only");
   }
   closers.push(() => usageOutbox.close());
 
@@ -113,12 +146,22 @@ export async function createGatewayComponents(
       baseUrl: config.payProviderUrl,
       credential: readSecretFile(config.payProviderCredentialFile),
     });
+    const settle = settlementSender(client);
     const settlements = new DurableOutbox<SettlementRecord>({
       dir: join(config.stateDir, "settlements"),
       name: "settlements",
       journalSync: config.journalSync,
-      send: settlementSender(client),
-      isRetryable: isRetryableSettlementError,
+      // The ledger first, then the provider: a settlement the provider
+      // refuses for good is still a request that was answered, and a
+      // settlement retried after the provider failed lands in the ledger once.
+      send: async (record, key, options) => {
+        await toLedger([{ key, record: ledgerEntryOfSettlement(record) }], options);
+        await settle(record, key, options);
+      },
+      isRetryable: (error) =>
+        error instanceof SettlementError
+          ? isRetryableSettlementError(error)
+          : isRetryableLedgerError(error),
       retry: NEVER_GIVE_UP,
       parse: parseSettlementRecord,
       metrics: outboxMetrics(metrics.registry, "settlements"),
@@ -162,6 +205,7 @@ export async function createGatewayComponents(
   };
   return {
     deps,
+    store,
     async close() {
       for (const close of closers.reverse()) await close();
     },

@@ -56,6 +56,15 @@ export const gatewayConfigSchema = z.object({
   keysFile: z.string().min(1).optional(),
   stateDir: z.string().min(1).default(".modelgate/gateway"),
   journalSync: journalSyncSchema.prefault("100ms"),
+  /**
+   * The PostgreSQL server that holds the usage ledger (`postgres://…`);
+   * without one, an embedded PGlite database in `<stateDir>/db`. Holds a
+   * password: the chart sets it from a Secret, as MODELGATE_DATABASE_URL.
+   */
+  databaseUrl: z
+    .string()
+    .regex(/^postgres(ql)?:\/\/[^\s]+$/, "must be a postgres:// or postgresql:// URL")
+    .optional(),
   usageSinkUrl: z.url().optional(),
   usageSinkTokenFile: z.string().min(1).optional(),
   payProviderUrl: z.url().optional(),

@@ -101,6 +101,21 @@ export function observeUsedSignatures(
   });
 }
 
+/** Whether the ledger's database answered the last time the gateway tried it. */
+export function observeStore(
+  metrics: GatewayMetrics,
+  store: { readonly reachable: boolean },
+): void {
+  new Gauge({
+    name: "modelgate_gateway_store_up",
+    help: "1 when the ledger database answered the gateway's last open or write, else 0 (records wait in the journals; see modelgate_outbox_pending_records)",
+    registers: [metrics.registry],
+    collect() {
+      this.set(store.reachable ? 1 : 0);
+    },
+  });
+}
+
 /**
  * Gauges of what the registry can route, read from it at scrape time so
  * they are never stale and cost nothing between scrapes.

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { currencySchema, decimalSchema } from "../store/ledger-entry.js";
 
 /**
  * One metered request of the API-key route: the record the meter journals
@@ -24,6 +25,12 @@ export const usageRecordSchema = z
     model: z.string().min(1),
     inputTokens: count,
     outputTokens: count,
+    /**
+     * What the request cost at the model's prices when it was answered;
+     * absent only in records journaled before prices were recorded.
+     */
+    cost: decimalSchema.optional(),
+    currency: currencySchema.optional(),
     time: z.iso.datetime({ offset: true }),
   })
   .strict();

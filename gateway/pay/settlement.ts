@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { currencySchema, decimalSchema } from "../store/ledger-entry.js";
 import { SettlementError, type PaymentProviderClient } from "./provider-client.js";
 
 /**
@@ -45,6 +46,9 @@ export const settlementRecordSchema = z
     model: z.string().min(1),
     inputTokens: count,
     outputTokens: count,
+    /** What the request cost at the model's prices; absent only in older journals. */
+    cost: decimalSchema.optional(),
+    currency: currencySchema.optional(),
     /** Unix milliseconds when the response was sent; for logs and age metrics. */
     createdAtMs: count,
   })

@@ -1,5 +1,6 @@
 import type { FastifyRequest, onSendAsyncHookHandler } from "fastify";
 import type { Usage } from "../../api/runtime-wire.js";
+import { costOf } from "../metering/cost.js";
 import type { Meter } from "../metering/meter.js";
 import type { GatewayMetrics } from "../metrics.js";
 import { formatPayUsage, PAY_USAGE_HEADER } from "../pay/pay-usage.js";
@@ -54,6 +55,8 @@ export async function billUsage(
 ): Promise<string | null> {
   const mode = routeConfigOf(request).metering;
   const caller = request.caller;
+  // Priced as the request is answered: a later price change never reprices it.
+  const priced = { cost: costOf(usage, model.prices), currency: model.prices.currency };
   if (mode === "usage" && caller?.kind === "api-key") {
     await parts.meter.record({
       responseId: responseIdOf(request),
@@ -64,6 +67,7 @@ export async function billUsage(
       model: model.id,
       inputTokens: usage.inputTokens,
       outputTokens: usage.outputTokens,
+      ...priced,
       time: new Date(parts.now()).toISOString(),
     });
     return null;
@@ -82,6 +86,7 @@ export async function billUsage(
       model: model.id,
       inputTokens: usage.inputTokens,
       outputTokens: usage.outputTokens,
+      ...priced,
       createdAtMs: parts.now(),
     });
     await parts.settlements.settle(record);

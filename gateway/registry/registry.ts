@@ -16,9 +16,25 @@ export interface RoutableModel {
   timeoutMs: number;
   maxTokens: number | undefined;
   serviceSlug: string;
+  /** The model's prices (`spec.pricing`): what the ledger records each request cost. */
+  prices: ModelPrices;
   /** Base URLs of ready runtime endpoints, e.g. http://10.244.1.5:8080. */
   endpoints: readonly string[];
 }
+
+export interface ModelPrices {
+  currency: string;
+  /** Decimal strings, such as "0.50". */
+  inputPerMillionTokens: string;
+  outputPerMillionTokens: string;
+}
+
+/** A model without `pricing` costs nothing: its requests are still metered, at zero. */
+export const FREE: ModelPrices = {
+  currency: "USD",
+  inputPerMillionTokens: "0",
+  outputPerMillionTokens: "0",
+};
 
 export function routableModel(object: InferenceModel, endpoints: readonly string[]): RoutableModel {
   const namespace = object.metadata.namespace ?? "default";
@@ -31,7 +47,18 @@ export function routableModel(object: InferenceModel, endpoints: readonly string
     timeoutMs: object.spec.timeoutSeconds * 1000,
     maxTokens: object.spec.maxTokens,
     serviceSlug: object.spec.pricing?.serviceSlug ?? id,
+    prices: pricesOf(object),
     endpoints,
+  };
+}
+
+function pricesOf(object: InferenceModel): ModelPrices {
+  const pricing = object.spec.pricing;
+  if (!pricing) return FREE;
+  return {
+    currency: pricing.currency,
+    inputPerMillionTokens: pricing.inputPerMillionTokens,
+    outputPerMillionTokens: pricing.outputPerMillionTokens,
   };
 }
 

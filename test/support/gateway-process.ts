@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { generateApiKey } from "../../gateway/auth/key-format.js";
 import { freePort } from "./free-port.js";
+import { seedPgliteFolder } from "./pglite-template.js";
 import { startServiceProcess } from "./service-process.js";
 
 /**
@@ -30,6 +31,7 @@ export async function startGatewayProcess(options: {
     join(dir, "keys.yaml"),
     `accounts:\n  - id: acme\n    projects: [web]\nkeys:\n  - id: ${key.id}\n    hash: ${key.hash}\n    account: acme\n`,
   );
+  await seedPgliteFolder(join(dir, "state", "db"));
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const metricsPort = await freePort();

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { generateApiKey } from "../../../gateway/auth/key-format.js";
 import { DEFAULT_PROVIDER_CREDENTIAL } from "../../fixtures/payment-provider/server.js";
+import { seedPgliteFolder } from "../../support/pglite-template.js";
 
 /**
  * The files `modelgate gateway` reads, written to a fresh temp folder: a
@@ -72,6 +73,7 @@ export async function writeGatewayFiles(options: GatewayFilesOptions): Promise<G
   await writeFile(join(dir, "secrets.yaml"), `${KID}: ${SECRET}\n`);
   await writeFile(join(dir, "provider-credential"), DEFAULT_PROVIDER_CREDENTIAL);
 
+  await seedPgliteFolder(join(dir, "state", "db"));
   const flags: Record<string, string> = {
     host: "127.0.0.1",
     port: "0",

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { FileSource } from "../../../gateway/registry/file-source.js";
-import { ModelRegistry } from "../../../gateway/registry/registry.js";
+import { FREE, ModelRegistry } from "../../../gateway/registry/registry.js";
 
 function model(name: string, extra = ""): string {
   return `apiVersion: serving.modelgate.dev/v1alpha1\nkind: InferenceModel\nmetadata:\n  name: ${name}\nspec:\n  task: text-generation\n  source: { uri: "hf://org/${name}" }\n${extra}status:\n  endpoint: http://127.0.0.1:9/${name}\n`;
@@ -86,6 +86,7 @@ describe("the registry's file source", () => {
       timeoutMs: 1,
       maxTokens: undefined,
       serviceSlug: "s",
+      prices: FREE,
       endpoints: [],
     };
     registry.replaceAll([

@@ -22,6 +22,7 @@ import {
   startRuntime,
   type RunningRuntime,
 } from "../../runtime/support/runtime-server.js";
+import { seedPgliteFolder } from "../../support/pglite-template.js";
 import { startCountingSink, type CountingSink } from "../outbox/sink-server.js";
 import { sharedModel } from "../../support/shared-models.js";
 
@@ -123,7 +124,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
     join(dir, "models.yaml"),
     modelYaml(
       "tiny-gpt",
-      `  task: text-generation\n${source}  maxTokens: 256\n  overflow: error\n  pricing: { serviceSlug: tiny-gpt }\n`,
+      `  task: text-generation\n${source}  maxTokens: 256\n  overflow: error\n  pricing: { serviceSlug: tiny-gpt, currency: EUR, inputPerMillionTokens: '2.5', outputPerMillionTokens: '10' }\n`,
       gpt.url,
     ) +
       modelYaml("tiny-nli", `  task: zero-shot-classification\n${source}`, nli.url) +
@@ -189,6 +190,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
   const logger: Logger = pino(gatewayLoggerOptions("info"), {
     write: (line: string) => void logLines.push(line),
   });
+  if (!config.databaseUrl) await seedPgliteFolder(join(config.stateDir, "db"));
   const components = await createGatewayComponents(config, logger);
   const files = new FileSource({ dir, registry: components.deps.registry, logger });
   await files.start();

@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { isCodedError } from "../../../lib/coded-error.js";
-import type { RoutableModel } from "../../../gateway/registry/registry.js";
+import { FREE, type RoutableModel } from "../../../gateway/registry/registry.js";
 import { Upstream } from "../../../gateway/upstream/forward.js";
 
 /** Real loopback servers standing in for runtimes, each with its own behaviour. */
@@ -55,6 +55,7 @@ function model(endpoints: string[], timeoutMs = 5_000): RoutableModel {
     timeoutMs,
     maxTokens: undefined,
     serviceSlug: "m",
+    prices: FREE,
     endpoints,
   };
 }

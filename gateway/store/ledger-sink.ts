@@ -1,0 +1,59 @@
+import type { Kysely } from "kysely";
+import type { OutboxSendBatch } from "../outbox/durable-outbox.js";
+import type { Database } from "./database.js";
+import type { LedgerEntry } from "./ledger-entry.js";
+import { recordLedgerEntries } from "./usage-ledger.js";
+
+export interface LedgerSinkHooks {
+  /** After each batch: how many entries it held and how many were new to the ledger. */
+  onWritten?(entries: number, inserted: number): void;
+  /** After a batch failed, with the error the outbox sees. */
+  onFailed?(error: unknown): void;
+}
+
+/**
+ * The durable outbox's batch sender for the ledger: the journal stays the
+ * write-ahead buffer (the answer waits for the journal, never for the
+ * database) and the outbox ships what it holds here in batches. Resolving
+ * means the ledger has every entry of the batch; the ledger's key makes a
+ * batch that is sent again land once. `db` may be a function that waits
+ * for the store to open (and rejects while it cannot: a retryable failure).
+ */
+export function createLedgerSender(
+  db: Kysely<Database> | (() => Promise<Kysely<Database>>),
+  hooks: LedgerSinkHooks = {},
+): OutboxSendBatch<LedgerEntry> {
+  return async (items) => {
+    let inserted: number;
+    try {
+      const handle = typeof db === "function" ? await db() : db;
+      inserted = await recordLedgerEntries(
+        handle,
+        items.map((item) => item.record),
+      );
+    } catch (error) {
+      hooks.onFailed?.(error);
+      throw error;
+    }
+    hooks.onWritten?.(items.length, inserted);
+  };
+}
+
+/**
+ * The outbox's `isRetryable` for ledger writes. PostgreSQL's SQLSTATE
+ * classes 22 (data exception) and 23 (integrity constraint violation) say
+ * that an entry itself is wrong: retrying cannot help, so the outbox splits
+ * the batch and parks the bad entry. Anything else (the server unreachable
+ * or restarting, a connection lost, a lock timeout) is retried: losing a
+ * usage record is the worse failure.
+ */
+export function isRetryableLedgerError(error: unknown): boolean {
+  const code = sqlState(error);
+  return !(code?.startsWith("22") || code?.startsWith("23"));
+}
+
+function sqlState(error: unknown): string | undefined {
+  if (typeof error !== "object" || error === null || !("code" in error)) return undefined;
+  const { code } = error;
+  return typeof code === "string" && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}

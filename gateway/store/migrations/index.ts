@@ -1,0 +1,12 @@
+import type { Migration } from "kysely/migration";
+import * as usageLedger from "./0001-usage-ledger.js";
+
+/**
+ * Every migration, by name, in the order they apply. Listed here rather than
+ * read from the folder, so that the same list works from the sources (tsx),
+ * from dist/ and from a bundle. Names sort in order and never change once
+ * released: the database records which names it has applied.
+ */
+export const MIGRATIONS: Readonly<Record<string, Migration>> = {
+  "0001-usage-ledger": usageLedger,
+};

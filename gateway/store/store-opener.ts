@@ -1,0 +1,69 @@
+import type { Kysely } from "kysely";
+import { errorText } from "../../lib/error-text.js";
+import type { Logger } from "../../lib/logger.js";
+import type { StoreTarget } from "./connect.js";
+import type { Database } from "./database.js";
+import { describeTarget, openStore, type Store } from "./store.js";
+
+/**
+ * The store as the gateway holds it: opened (connected and migrated) in the
+ * background, so that the gateway serves while the database is down or
+ * still starting. Nothing on the answer path waits for it: usage is
+ * journaled first and shipped to the ledger when the store answers. A
+ * failed open is tried again on the next use, which the outbox paces with
+ * its backoff.
+ */
+export class StoreOpener {
+  private opening: Promise<Store> | undefined;
+  private closed = false;
+  /** Whether the last open or ledger write reached the database. */
+  reachable = false;
+  private readonly logger: Logger;
+
+  constructor(
+    readonly target: StoreTarget,
+    options: { logger: Logger },
+  ) {
+    this.logger = options.logger;
+  }
+
+  /** Starts opening without waiting; a failure is logged and retried on the next use. */
+  start(): void {
+    this.db().catch(() => undefined);
+  }
+
+  /** The migrated store's handle; rejects while the store cannot be opened. */
+  db(): Promise<Kysely<Database>> {
+    return this.store().then((store) => store.db);
+  }
+
+  store(): Promise<Store> {
+    if (this.closed) return Promise.reject(new Error("store closed"));
+    this.opening ??= openStore(this.target, { logger: this.logger }).then(
+      (store) => {
+        this.reachable = true;
+        this.logger.info(
+          { store: describeTarget(this.target), engine: store.engine },
+          "store open",
+        );
+        return store;
+      },
+      (error: unknown) => {
+        this.opening = undefined;
+        this.reachable = false;
+        this.logger.warn(
+          { store: describeTarget(this.target), err: errorText(error) },
+          "store unavailable: usage waits in the local journal",
+        );
+        throw error;
+      },
+    );
+    return this.opening;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const store = await this.opening?.catch(() => undefined);
+    await store?.close();
+  }
+}
