@@ -118,6 +118,7 @@ const COVERAGE: Coverage[] = [
   { command: "npm run bench:runtime", runBy: [[CI, "npm run bench:runtime -- --quick"]] },
   { command: "npm run bench:gateway", runBy: [[CI, "npm run bench:gateway -- --quick"]] },
   { command: "npm run bench:operator", runBy: [[CI, "npm run bench:operator -- --quick"]] },
+  { command: "npm run bench:extract", runBy: [[CI, "npm run bench:extract -- --quick"]] },
   // The CI entry point itself: what a CI job runs on a clean clone.
   { command: "bash .ci/run", runBy: [[CI, "npm ci", "npm test"]] },
 ];
