@@ -83,6 +83,27 @@ function headerObject(header: HeaderSpec): JsonObject {
 
 const SECURITY_SCHEME = { "api-key": "apiKey", "pay-signature": "paySignature" } as const;
 
+/**
+ * One frame of a `text/event-stream` answer, as SSE tooling reads it: an
+ * `event` line naming the type and a `data` line holding the event as JSON,
+ * described through `contentMediaType` and `contentSchema` (JSON Schema
+ * 2020-12), so a reader that decodes embedded content checks the event too.
+ */
+function sseFrameSchema(event: z.ZodType): JsonObject {
+  return {
+    type: "object",
+    required: ["data"],
+    properties: {
+      event: { type: "string" },
+      data: {
+        type: "string",
+        contentMediaType: "application/json",
+        contentSchema: schemaOf(event, "output"),
+      },
+    },
+  };
+}
+
 function operation(route: RouteSpec, registry: ModelRegistry): JsonObject {
   const responses: JsonObject = {};
   for (const [status, response] of Object.entries(route.responses)) {
@@ -97,9 +118,8 @@ function operation(route: RouteSpec, registry: ModelRegistry): JsonObject {
               ...(response.schema
                 ? { "application/json": { schema: schemaOf(response.schema, "output") } }
                 : {}),
-              // OpenAPI 3.1 has no per-event schema: `schema` is what each event's data is.
               ...(response.eventStream
-                ? { "text/event-stream": { schema: schemaOf(response.eventStream, "output") } }
+                ? { "text/event-stream": { schema: sseFrameSchema(response.eventStream) } }
                 : {}),
             },
           }

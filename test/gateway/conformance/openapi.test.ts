@@ -250,7 +250,12 @@ describe("openapi · 2.1 · the request body schema", () => {
       const ok = (((doc.paths as Json)[route] as Json).post as Json).responses as Json;
       const content = (ok["200"] as Json).content as Json;
       expect(Object.keys(content).sort()).toEqual(["application/json", "text/event-stream"]);
-      const events = JSON.stringify((content["text/event-stream"] as Json).schema);
+      // Each event is one SSE frame whose data line is the event as JSON.
+      const frame = (content["text/event-stream"] as Json).schema as Json;
+      expect(frame.required).toEqual(["data"]);
+      const data = (frame.properties as Json).data as Json;
+      expect([data.type, data.contentMediaType]).toEqual(["string", "application/json"]);
+      const events = JSON.stringify(data.contentSchema);
       for (const type of ["response.created", "response.output_text.delta", "response.completed"]) {
         expect(events).toContain(type);
       }
