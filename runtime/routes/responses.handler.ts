@@ -1,10 +1,11 @@
 import type { FastifyReply } from "fastify";
 import type { ResponsesRequest } from "../../api/responses-request.js";
 import { entityAnswer } from "../../api/entity-answer.js";
-import { completedResponse, newId } from "../../api/responses-response.js";
-import { RESPONSE_ID_HEADER, USAGE_HEADERS, isResponseId } from "../../api/runtime-wire.js";
+import { completedResponse } from "../../api/responses-response.js";
+import { USAGE_HEADERS } from "../../api/runtime-wire.js";
 import type { RuntimeContext } from "../context.js";
 import type { ModelService } from "../model-service.js";
+import { adoptResponseId } from "./response-id.js";
 
 /**
  * Usage travels in headers on every answer (api/runtime-wire.ts), so the
@@ -19,9 +20,7 @@ export async function respondToRequest(
   arrivedAt: number,
   signal: AbortSignal,
 ): Promise<unknown> {
-  const given = reply.request.headers[RESPONSE_ID_HEADER];
-  // A failed envelope (420) carries it too.
-  const responseId = (reply.request.responseId = isResponseId(given) ? given : newId("resp"));
+  const responseId = adoptResponseId(reply);
   const result = await service.respond(body, signal);
   const seconds = (context.now() - arrivedAt) / 1000;
   context.metrics.duration.observe({ task: result.task }, seconds);

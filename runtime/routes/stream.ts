@@ -2,7 +2,6 @@ import { PassThrough } from "node:stream";
 import type { FastifyInstance, FastifyReply } from "fastify";
 import type { ResponsesRequest } from "../../api/responses-request.js";
 import { completedResponse, failedResponse, newId } from "../../api/responses-response.js";
-import { RESPONSE_ID_HEADER, isResponseId } from "../../api/runtime-wire.js";
 import {
   ResponseEvents,
   sseFrame,
@@ -12,6 +11,7 @@ import {
 import { HttpErrors } from "../../lib/http/http-errors.js";
 import type { RuntimeContext } from "../context.js";
 import type { ModelService } from "../model-service.js";
+import { adoptResponseId } from "./response-id.js";
 
 /**
  * `stream: true` on the runtime: the Responses API's events over
@@ -77,8 +77,7 @@ export async function streamResponse(
   signal: AbortSignal,
   streams: LiveStreams,
 ): Promise<FastifyReply> {
-  const given = reply.request.headers[RESPONSE_ID_HEADER];
-  const responseId = (reply.request.responseId = isResponseId(given) ? given : newId("resp"));
+  const responseId = adoptResponseId(reply);
   const createdAt = Math.floor(arrivedAt / 1000);
   const events = new ResponseEvents(startedResponse(body, createdAt, responseId), newId("msg"));
   const lane = service.lane;
