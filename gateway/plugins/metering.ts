@@ -7,6 +7,7 @@ import { formatPayUsage, PAY_USAGE_HEADER } from "../pay/pay-usage.js";
 import { settlementRecordSchema, type SettlementRecord } from "../pay/settlement.js";
 import type { RoutableModel } from "../registry/registry.js";
 import { routeConfigOf } from "../routes/route-config.js";
+import { paidRequestOf } from "./payment-gate.js";
 import { responseIdOf } from "./request-id.js";
 
 /**
@@ -77,13 +78,7 @@ export async function billUsage(
     parts.metrics.payTokens.inc({ model: model.id, direction: "output" }, usage.outputTokens);
     // Validated before it is journaled: a bad count fails this request, not the outbox.
     const record = settlementRecordSchema.parse({
-      responseId: responseIdOf(request),
-      requestId: request.id,
-      agentId: caller.agentId,
-      payRequestId: caller.payRequestId,
-      signedBy: caller.signedBy,
-      serviceSlug: model.serviceSlug,
-      model: model.id,
+      ...paidRequestOf(request, caller, model),
       inputTokens: usage.inputTokens,
       outputTokens: usage.outputTokens,
       ...priced,

@@ -1,11 +1,17 @@
 import { createHash } from "node:crypto";
-import type { preHandlerAsyncHookHandler, preValidationAsyncHookHandler } from "fastify";
+import type {
+  FastifyRequest,
+  preHandlerAsyncHookHandler,
+  preValidationAsyncHookHandler,
+} from "fastify";
 import { logFieldsOf } from "../../lib/http/log-fields.js";
 import type { GatewayMetrics } from "../metrics.js";
 import { PayErrors, signatureError } from "../pay/pay-errors.js";
 import type { AllowanceRequest, AllowanceResult } from "../pay/provider-client.js";
 import { signatureIdentity, verifyPaySignature } from "../pay/signature.js";
 import type { UsedSignatures } from "../pay/used-signatures.js";
+import type { RoutableModel } from "../registry/registry.js";
+import type { PayCaller } from "../routes/caller.js";
 import { routeConfigOf } from "../routes/route-config.js";
 import { responseIdOf } from "./request-id.js";
 
@@ -105,6 +111,22 @@ export function verifyPayment(parts: PaymentGateParts): preValidationAsyncHookHa
   };
 }
 
+/**
+ * Who a paid request is, as both the allowance check and the settlement
+ * tell the provider: the gateway's ids, what the provider signed, the model.
+ */
+export function paidRequestOf(request: FastifyRequest, caller: PayCaller, model: RoutableModel) {
+  return {
+    responseId: responseIdOf(request),
+    requestId: request.id,
+    agentId: caller.agentId,
+    payRequestId: caller.payRequestId,
+    signedBy: caller.signedBy,
+    serviceSlug: model.serviceSlug,
+    model: model.id,
+  };
+}
+
 /** `preHandler`, after admission and the agent's rate limit: the allowance check. */
 export function checkAllowance(parts: PaymentGateParts): preHandlerAsyncHookHandler {
   return async (request) => {
@@ -117,13 +139,7 @@ export function checkAllowance(parts: PaymentGateParts): preHandlerAsyncHookHand
       max_output_tokens?: number | null;
     };
     const allowance = await parts.checkAllowance({
-      responseId: responseIdOf(request),
-      requestId: request.id,
-      agentId: caller.agentId,
-      payRequestId: caller.payRequestId,
-      signedBy: caller.signedBy,
-      serviceSlug: model.serviceSlug,
-      model: model.id,
+      ...paidRequestOf(request, caller, model),
       maxTokens: mostTokens(body.input, body.instructions, body.max_output_tokens, model.maxTokens),
     });
     if (allowance.kind === "denied") throw PayErrors.paymentRequired(allowance);
