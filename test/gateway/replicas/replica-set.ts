@@ -1,0 +1,135 @@
+import { dirname, join } from "node:path";
+import { Kysely, PostgresDialect, sql } from "kysely";
+import pg from "pg";
+import type { Database } from "../../../gateway/store/database.js";
+import { freePort } from "../../support/free-port.js";
+import { startServiceProcess, type ServiceProcess } from "../../support/service-process.js";
+import type { Platform } from "../support/platform.js";
+
+/**
+ * Gateway replicas as a Deployment runs them: separate `modelgate gateway`
+ * processes, each with its own state folder (its journals), sharing one
+ * PostgreSQL (the ledger) and one Valkey (limits, used signatures). The
+ * platform gives them their runtimes, keys file, signing secrets and
+ * payment provider.
+ */
+export interface Replica {
+  index: number;
+  url: string;
+  opsUrl: string;
+  stateDir: string;
+  process: ServiceProcess;
+}
+
+export interface ReplicaOptions {
+  platform: Platform;
+  index: number;
+  databaseUrl: string;
+  valkeyUrl: string;
+  /** Ports and state folder of a replica started before: a restart on the same folder. */
+  previous?: Replica;
+  logLevel?: string;
+}
+
+export async function startReplica(options: ReplicaOptions): Promise<Replica> {
+  const { platform, index, previous } = options;
+  const dir = dirname(platform.stateDir);
+  const stateDir = previous?.stateDir ?? join(dir, `replica-${index}`);
+  const port = previous ? Number(new URL(previous.url).port) : await freePort();
+  const metricsPort = previous ? Number(new URL(previous.opsUrl).port) : await freePort();
+  const process = await startServiceProcess({
+    args: [
+      "gateway",
+      "--registry=file",
+      `--models-dir=${dir}`,
+      `--keys-file=${join(dir, "keys.yaml")}`,
+      `--state-dir=${stateDir}`,
+      "--host=127.0.0.1",
+      `--port=${port}`,
+      `--metrics-port=${metricsPort}`,
+      `--pay-provider-url=${platform.provider.url}`,
+      `--pay-provider-credential-file=${join(dir, "provider-credential")}`,
+      `--pay-signing-secrets-file=${join(dir, "secrets.yaml")}`,
+      "--rate-limit-per-minute=6000000",
+      "--rate-limit-burst=100000",
+      `--valkey-url=${options.valkeyUrl}`,
+      "--replicas=3",
+      `--log-level=${options.logLevel ?? "warn"}`,
+    ],
+    // From the environment, as the chart passes it from a Secret.
+    env: { MODELGATE_DATABASE_URL: options.databaseUrl },
+    readyUrl: `http://127.0.0.1:${metricsPort}/readyz`,
+  });
+  return {
+    index,
+    url: `http://127.0.0.1:${port}`,
+    opsUrl: `http://127.0.0.1:${metricsPort}`,
+    stateDir,
+    process,
+  };
+}
+
+/** One sample of a replica's /metrics, by exact series (e.g. `name{label="v"}`). */
+export async function metricOf(replica: Replica, series: string): Promise<number | undefined> {
+  const text = await (await fetch(`${replica.opsUrl}/metrics`)).text();
+  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+/** Records a replica's journals still hold for the ledger (both outboxes). */
+export async function pendingRecords(replica: Replica): Promise<number> {
+  const usage = await metricOf(replica, 'modelgate_outbox_pending_records{outbox="usage"}');
+  const settlements = await metricOf(
+    replica,
+    'modelgate_outbox_pending_records{outbox="settlements"}',
+  );
+  return (usage ?? 0) + (settlements ?? 0);
+}
+
+export function ledgerDb(databaseUrl: string): Kysely<Database> {
+  return new Kysely<Database>({
+    dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: databaseUrl, max: 2 }) }),
+  });
+}
+
+export interface LedgerTotals {
+  requests: number;
+  inputTokens: number;
+  outputTokens: number;
+}
+
+/**
+ * What the ledger says an account used, summed by the database: the figure
+ * a usage endpoint must report as its totals. (`count` and `sum` are int8,
+ * which pg reads as a string.)
+ */
+export async function ledgerTotals(db: Kysely<Database>, account?: string): Promise<LedgerTotals> {
+  let query = db
+    .selectFrom("usage_ledger")
+    .select([
+      sql<string>`count(*)`.as("requests"),
+      sql<string>`coalesce(sum(input_tokens), 0)`.as("input_tokens"),
+      sql<string>`coalesce(sum(output_tokens), 0)`.as("output_tokens"),
+    ]);
+  if (account !== undefined) query = query.where("account", "=", account);
+  const row = await query.executeTakeFirstOrThrow();
+  return {
+    requests: Number(row.requests),
+    inputTokens: Number(row.input_tokens),
+    outputTokens: Number(row.output_tokens),
+  };
+}
+
+/** Polls `read` until `done` holds or `timeoutMs` passes; returns the last value read. */
+export async function until<T>(
+  read: () => Promise<T>,
+  done: (value: T) => boolean,
+  timeoutMs = 30_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (done(value) || Date.now() > deadline) return value;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}

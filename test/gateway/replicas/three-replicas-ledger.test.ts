@@ -1,0 +1,200 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Kysely } from "kysely";
+import type { Database } from "../../../gateway/store/database.js";
+import { startPostgresServer, type PostgresServer } from "../../support/postgres-server.js";
+import { startRedisServer, type RedisServer } from "../../support/redis-server.js";
+import { startPlatform, type Platform } from "../support/platform.js";
+import { BROKE_AGENT, startMixedLoad, type Outcome } from "./mixed-load.js";
+import {
+  ledgerDb,
+  ledgerTotals,
+  pendingRecords,
+  startReplica,
+  until,
+  type Replica,
+} from "./replica-set.js";
+
+/**
+ * Issue 15's proof, ledger half: three `modelgate gateway` processes
+ * against one real PostgreSQL and one real redis-server, load on both
+ * routes spread over the three, one replica SIGKILLed mid-load and
+ * restarted on its state folder (as the kubelet restarts a crashed
+ * container in its pod: an emptyDir outlives a container restart), whose
+ * journal then replays. Afterwards the ledger holds exactly one row per
+ * answered request, none for a refused one, and its sums equal the
+ * answers' `usage`. The only rows no answer accounts for may come from
+ * requests in flight on the killed replica at the kill: answered by the
+ * runtime and journaled, their answer never left.
+ *
+ * Restarting it is what makes "nothing lost" hold: records it answered and
+ * had journaled but not yet shipped (the usage outbox lingers up to 100 ms
+ * per batch) live only in its folder until it runs again. A pod deleted
+ * with its emptyDir loses them: docs/state.md, "What is at risk when".
+ */
+const CLIENTS = 6;
+
+let postgres: PostgresServer;
+let redis: RedisServer;
+let p: Platform;
+let databaseUrl: string;
+let db: Kysely<Database>;
+const replicas: Replica[] = [];
+
+beforeAll(async () => {
+  [postgres, redis] = await Promise.all([startPostgresServer(), startRedisServer()]);
+  databaseUrl = await postgres.createDatabase();
+  // The platform's own in-process gateway is not under test: its ledger is
+  // another database, so that every row in this one came from a replica.
+  p = await startPlatform({ config: { databaseUrl: await postgres.createDatabase() } });
+  p.provider.ledger.setAllowance(BROKE_AGENT, 0);
+  replicas.push(
+    ...(await Promise.all(
+      [0, 1, 2].map((index) =>
+        startReplica({ platform: p, index, databaseUrl, valkeyUrl: redis.url }),
+      ),
+    )),
+  );
+  db = ledgerDb(databaseUrl);
+}, 180_000);
+afterAll(async () => {
+  await db?.destroy();
+  for (const replica of replicas) await replica.process.stop();
+  await p?.close();
+  await redis?.close();
+  await postgres?.stop();
+});
+
+const sum = (outcomes: Outcome[], field: "input_tokens" | "output_tokens") =>
+  outcomes.reduce((total, o) => total + o.usage![field], 0);
+
+describe("three replicas, one PostgreSQL, one Valkey: the ledger across a SIGKILL", () => {
+  it("one row per answered request, none for refused ones, sums equal the answers' usage", async () => {
+    const load = startMixedLoad(p, () => replicas, { clients: CLIENTS, tag: "kill" });
+    await until(
+      () => Promise.resolve(load.answered()),
+      (n) => n >= 90,
+      60_000,
+    );
+
+    // SIGKILL mid-load: nothing released, journals as they were.
+    const victim = replicas[0]!;
+    const killedAt = Date.now();
+    await victim.process.kill();
+    const answeredByVictim = load.outcomes.filter(
+      (o) => o.replica === 0 && o.status === 200 && o.endedAt <= killedAt,
+    );
+    const inLedgerAtKill = new Set(
+      (
+        await db
+          .selectFrom("usage_ledger")
+          .select("response_id")
+          .where(
+            "response_id",
+            "in",
+            answeredByVictim.map((o) => o.responseId!),
+          )
+          .execute()
+      ).map((row) => row.response_id),
+    );
+    const onlyInJournal = answeredByVictim.length - inLedgerAtKill.size;
+
+    // The two others serve on; then the kubelet restarts the container on
+    // the same folder and it takes its share again.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    replicas[0] = await startReplica({
+      platform: p,
+      index: 0,
+      databaseUrl,
+      valkeyUrl: redis.url,
+      previous: victim,
+    });
+    const restartedAt = Date.now();
+    await until(
+      () =>
+        Promise.resolve(
+          load.outcomes.filter((o) => o.replica === 0 && o.startedAt > restartedAt).length,
+        ),
+      (n) => n >= 30,
+      60_000,
+    );
+    const outcomes = await load.stop();
+
+    // Every journal shipped.
+    for (const replica of replicas) {
+      expect(
+        await until(
+          () => pendingRecords(replica),
+          (n) => n === 0,
+        ),
+      ).toBe(0);
+    }
+    const rows = await db
+      .selectFrom("usage_ledger")
+      .select(["response_id", "request_id", "route", "input_tokens", "output_tokens"])
+      .execute();
+
+    const byRequestId = new Map(outcomes.map((o) => [o.requestId, o]));
+    const answered = outcomes.filter((o) => o.status === 200);
+    const refused = outcomes.filter((o) => o.status >= 400);
+    const failed = outcomes.filter((o) => o.status === 0);
+    const killedMidFlight = failed.filter((o) => o.startedAt < killedAt && o.replica === 0);
+    expect(answered.length + refused.length + failed.length).toBe(outcomes.length);
+    // Only the killed replica's connections failed, in flight at the kill or sent while it was down.
+    expect(failed.every((o) => o.replica === 0 && o.endedAt >= killedAt)).toBe(true);
+    expect(failed.every((o) => o.startedAt < restartedAt)).toBe(true);
+    // Every refusal is one of the refused kinds (no 5xx, no refused good request).
+    for (const o of refused) expect([401, 402, 400, 429]).toContain(o.status);
+    expect(refused.filter((o) => o.kind === "api" || o.kind === "pay")).toEqual([]);
+
+    // One row per answered request, as answered.
+    const rowById = new Map(rows.map((row) => [row.response_id, row]));
+    const missing = answered.filter((o) => !rowById.has(o.responseId!));
+    expect(missing).toEqual([]);
+    for (const o of answered) {
+      const row = rowById.get(o.responseId!)!;
+      expect([row.request_id, row.route, row.input_tokens, row.output_tokens]).toEqual([
+        o.requestId,
+        o.route,
+        o.usage!.input_tokens,
+        o.usage!.output_tokens,
+      ]);
+    }
+    // Every other row is a request killed mid-flight, never a refused one.
+    const answeredIds = new Set(answered.map((o) => o.responseId!));
+    const unanswered = rows.filter((row) => !answeredIds.has(row.response_id));
+    for (const row of unanswered) {
+      const origin = byRequestId.get(row.request_id);
+      expect(origin && killedMidFlight.includes(origin)).toBe(true);
+    }
+    expect(new Set(unanswered.map((row) => row.request_id)).size).toBe(unanswered.length);
+
+    // The ledger's own sums: the answers' usage, plus what the kill left unanswered.
+    const totals = await ledgerTotals(db);
+    const extra = (field: "input_tokens" | "output_tokens") =>
+      unanswered.reduce((total, row) => total + row[field], 0);
+    expect(totals).toEqual({
+      requests: answered.length + unanswered.length,
+      inputTokens: sum(answered, "input_tokens") + extra("input_tokens"),
+      outputTokens: sum(answered, "output_tokens") + extra("output_tokens"),
+    });
+    // The three replicas really shared the work, on both routes.
+    for (const index of [0, 1, 2]) {
+      for (const route of ["/v1/responses", "/pay/v1/responses"]) {
+        expect(answered.some((o) => o.replica === index && o.route === route)).toBe(true);
+      }
+    }
+
+    const count = (list: Outcome[], route: string) => list.filter((o) => o.route === route).length;
+    console.info(
+      `three replicas, ledger: ${outcomes.length} requests, ` +
+        `${answered.length} answered (${count(answered, "/v1/responses")} api-key, ` +
+        `${count(answered, "/pay/v1/responses")} pay), ${refused.length} refused, ` +
+        `${killedMidFlight.length} in flight at the SIGKILL, ` +
+        `${failed.length - killedMidFlight.length} refused connection while down; ` +
+        `${onlyInJournal} of the victim's ${answeredByVictim.length} answers only in its journal at the kill; ` +
+        `ledger ${rows.length} rows (${unanswered.length} for requests killed mid-flight), ` +
+        `tokens in ${totals.inputTokens} out ${totals.outputTokens}; answers' usage in ` +
+        `${sum(answered, "input_tokens")} out ${sum(answered, "output_tokens")}`,
+    );
+  });
+});
