@@ -49,6 +49,12 @@ const NEVER_GIVE_UP = { baseDelayMs: 500, maxDelayMs: 60_000 };
 const USAGE_BATCH_MAX = 100;
 /** How long a usage record may wait for others to share its batch. */
 const USAGE_LINGER_MS = 100;
+/**
+ * On shutdown, how long the outboxes keep delivering before they close. A
+ * pod deleted in a rollout takes its emptyDir along: records still lingering
+ * for a batch would go with it. Well inside the chart's grace period.
+ */
+const SHUTDOWN_DRAIN_MS = 5_000;
 
 export async function createGatewayComponents(
   config: GatewayConfig,
@@ -119,6 +125,7 @@ export async function createGatewayComponents(
     logger.info("no usage sink (--usage-sink-url): usage goes to the ledger only");
   }
   closers.push(() => usageOutbox.close());
+  const drains: Array<() => Promise<void>> = [() => usageOutbox.whenIdle()];
 
   const rateLimits: RateLimits = {
     requestsPerMinute: config.rateLimitPerMinute,
@@ -178,6 +185,7 @@ export async function createGatewayComponents(
     };
     closers.push(() => settlements.close());
     closers.push(() => client.close());
+    drains.push(() => settlements.whenIdle());
   } else {
     logger.warn(
       "payment route not configured: every /pay/v1/responses request is refused with 401",
@@ -207,6 +215,11 @@ export async function createGatewayComponents(
     deps,
     store,
     async close() {
+      // Both outboxes deliver what waits, together, before anything closes.
+      await Promise.race([
+        Promise.all(drains.map((drain) => drain())),
+        new Promise((resolve) => setTimeout(resolve, SHUTDOWN_DRAIN_MS).unref()),
+      ]);
       for (const close of closers.reverse()) await close();
     },
   };

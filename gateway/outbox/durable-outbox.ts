@@ -2,7 +2,7 @@ import type { Logger } from "../../lib/logger.js";
 import { attemptsExhausted, backoffDelayMs, type RetryPolicy } from "./backoff.js";
 import type { AckOutcome } from "./journal-lines.js";
 import type { JournalSync } from "./journal-file.js";
-import { OutboxJournals } from "./outbox-journals.js";
+import { journalPath, OutboxJournals } from "./outbox-journals.js";
 
 export type OutboxSend<T> = (
   record: T,
@@ -195,6 +195,11 @@ export class DurableOutbox<T> {
     return this.entries.size;
   }
 
+  /** The file the records still owed wait in (until delivered, or the folder is lost). */
+  recordsPath(): string {
+    return journalPath(this.options.dir, this.options.name, "records");
+  }
+
   /** Resolves when nothing is pending (or at once if nothing is). */
   whenIdle(): Promise<void> {
     if (this.entries.size === 0 && this.appending.size === 0) return Promise.resolve();
@@ -219,6 +224,14 @@ export class DurableOutbox<T> {
     await Promise.allSettled([...this.appending.values()]);
     if (this.opening) await this.opening.catch(() => undefined);
     await this.journals?.close();
+    // What a clean stop leaves behind is only as safe as the folder: say how
+    // much and where, since a pod deleted with its emptyDir takes it along.
+    if (this.entries.size > 0) {
+      this.options.logger.warn(
+        { outbox: this.options.name, pending: this.entries.size, journal: this.recordsPath() },
+        "outbox closed with records waiting; they are sent after the next start on this folder",
+      );
+    }
     for (const resolve of this.idleWaiters.splice(0)) resolve();
   }
 
@@ -411,6 +424,9 @@ export class DurableOutbox<T> {
         key: batch[0]!.key,
         records: batch.length,
         attempts: batch[0]!.attempts,
+        // Everything that waits, and where: lost if this folder is lost first.
+        pending: this.entries.size,
+        journal: this.recordsPath(),
         err: describe(error),
       },
       "outbox delivery failed; will retry",

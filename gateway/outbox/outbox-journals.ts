@@ -15,6 +15,13 @@ import {
   type Replay,
 } from "./journal-lines.js";
 
+export type JournalKind = "records" | "acks" | "dead";
+
+/** Where one of an outbox's files lives: named in logs, so an operator can find what waits. */
+export function journalPath(dir: string, name: string, kind: JournalKind): string {
+  return join(dir, `${name}.${kind}.jsonl`);
+}
+
 /**
  * The three files of one outbox, and the only code that writes them:
  *
@@ -43,7 +50,7 @@ export class OutboxJournals {
   ): Promise<{ journals: OutboxJournals; replay: Replay; tornBytes: number }> {
     await mkdir(dir, { recursive: true });
     const queue = new SerialQueue();
-    const path = (kind: string): string => join(dir, `${name}.${kind}.jsonl`);
+    const path = (kind: JournalKind): string => journalPath(dir, name, kind);
     const records = await JournalFile.open(path("records"), queue, options);
     // Acks are not fsynced: an ack lost in a crash only means the record is
     // sent again under the same idempotency key, which the receiver dedupes.

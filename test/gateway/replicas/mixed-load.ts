@@ -92,12 +92,13 @@ export interface MixedLoad {
 /**
  * Starts `clients` concurrent clients, each sending one request after the
  * other to `replicas()[index % n]` (read at send time, so a replica
- * restarted in place takes its share again), until `stop()`.
+ * restarted in place takes its share again), until `stop()`; with
+ * `pauseMs`, each client waits that long between requests.
  */
 export function startMixedLoad(
   p: Platform,
   replicas: () => readonly Replica[],
-  options: { clients: number; tag: string },
+  options: { clients: number; tag: string; pauseMs?: number },
 ): MixedLoad {
   const outcomes: Outcome[] = [];
   let next = 0;
@@ -140,6 +141,7 @@ export function startMixedLoad(
       }
       outcome.endedAt = Date.now();
       outcomes.push(outcome);
+      if (options.pauseMs) await new Promise((resolve) => setTimeout(resolve, options.pauseMs));
     }
   };
   const running = Promise.all(Array.from({ length: options.clients }, client));

@@ -1,6 +1,9 @@
+import { readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { Kysely, PostgresDialect, sql } from "kysely";
 import pg from "pg";
+import { replayJournals, splitCompleteLines } from "../../../gateway/outbox/journal-lines.js";
+import { journalPath } from "../../../gateway/outbox/outbox-journals.js";
 import type { Database } from "../../../gateway/store/database.js";
 import { freePort } from "../../support/free-port.js";
 import { startServiceProcess, type ServiceProcess } from "../../support/service-process.js";
@@ -25,7 +28,8 @@ export interface ReplicaOptions {
   platform: Platform;
   index: number;
   databaseUrl: string;
-  valkeyUrl: string;
+  /** Absent: limits and used signatures in the process, as one replica keeps them. */
+  valkeyUrl?: string;
   /** Ports and state folder of a replica started before: a restart on the same folder. */
   previous?: Replica;
   logLevel?: string;
@@ -52,8 +56,7 @@ export async function startReplica(options: ReplicaOptions): Promise<Replica> {
       `--pay-signing-secrets-file=${join(dir, "secrets.yaml")}`,
       "--rate-limit-per-minute=6000000",
       "--rate-limit-burst=100000",
-      `--valkey-url=${options.valkeyUrl}`,
-      "--replicas=3",
+      ...(options.valkeyUrl ? [`--valkey-url=${options.valkeyUrl}`, "--replicas=3"] : []),
       `--log-level=${options.logLevel ?? "warn"}`,
     ],
     // From the environment, as the chart passes it from a Secret.
@@ -86,10 +89,11 @@ export async function pendingRecords(replica: Replica): Promise<number> {
   return (usage ?? 0) + (settlements ?? 0);
 }
 
+/** The test's own reader of the ledger; it survives the server stopping under it. */
 export function ledgerDb(databaseUrl: string): Kysely<Database> {
-  return new Kysely<Database>({
-    dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: databaseUrl, max: 2 }) }),
-  });
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+  pool.on("error", () => undefined); // an idle connection cut by a halt: the next query reconnects
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 }
 
 export interface LedgerTotals {
@@ -132,4 +136,31 @@ export async function until<T>(
     if (done(value) || Date.now() > deadline) return value;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/**
+ * The keys (response ids) a replica's journals still owe the ledger, read
+ * from its state folder as the next start would replay them: what is lost
+ * if the folder is lost first.
+ */
+export async function owedInFolder(stateDir: string): Promise<string[]> {
+  const owed: string[] = [];
+  for (const name of ["usage", "settlements"]) {
+    const read = (kind: "records" | "acks") =>
+      readFile(journalPath(join(stateDir, name), name, kind), "utf8").then(
+        (text) => splitCompleteLines(text).lines,
+        () => [],
+      );
+    const replay = replayJournals(await read("records"), await read("acks"));
+    owed.push(...replay.pending.map((line) => line.key));
+  }
+  return owed;
+}
+
+/** The replica's log lines with this message, parsed (pino JSON). */
+export function logsWith(replica: Replica, msg: string): Record<string, unknown>[] {
+  return replica.process.logs
+    .filter((line) => line.includes(msg))
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .filter((entry) => entry.msg === msg);
 }
