@@ -8,6 +8,7 @@ import { BROKE_AGENT, startMixedLoad, type Outcome } from "./mixed-load.js";
 import {
   ledgerDb,
   ledgerTotals,
+  metricOf,
   pendingRecords,
   startReplica,
   until,
@@ -67,8 +68,8 @@ afterAll(async () => {
 const sum = (outcomes: Outcome[], field: "input_tokens" | "output_tokens") =>
   outcomes.reduce((total, o) => total + o.usage![field], 0);
 
-describe("three replicas, one PostgreSQL, one Valkey: the ledger across a SIGKILL", () => {
-  it("one row per answered request, none for refused ones, sums equal the answers' usage", async () => {
+describe("three replicas, one PostgreSQL, one Valkey, under load", () => {
+  it("one replica SIGKILLed: one row per answered request, none for refused ones, sums equal the answers' usage", async () => {
     const load = startMixedLoad(p, () => replicas, { clients: CLIENTS, tag: "kill" });
     await until(
       () => Promise.resolve(load.answered()),
@@ -195,6 +196,112 @@ describe("three replicas, one PostgreSQL, one Valkey: the ledger across a SIGKIL
         `ledger ${rows.length} rows (${unanswered.length} for requests killed mid-flight), ` +
         `tokens in ${totals.inputTokens} out ${totals.outputTokens}; answers' usage in ` +
         `${sum(answered, "input_tokens")} out ${sum(answered, "output_tokens")}`,
+    );
+  });
+
+  it("Valkey restarted under load: the three answer throughout, share again, and the ledger matches the answers", async () => {
+    const before = new Set(
+      (await db.selectFrom("usage_ledger").select("response_id").execute()).map(
+        (row) => row.response_id,
+      ),
+    );
+    const load = startMixedLoad(p, () => replicas, { clients: CLIENTS, tag: "valkey" });
+    await until(
+      () => Promise.resolve(load.answered()),
+      (n) => n >= 60,
+    );
+    await redis.stop();
+    for (const replica of replicas) {
+      expect(
+        await until(
+          () => metricOf(replica, "modelgate_gateway_valkey_up"),
+          (up) => up === 0,
+        ),
+      ).toBe(0);
+    }
+    const answeredAtStart = load.answered();
+    await redis.start();
+    for (const replica of replicas) {
+      expect(
+        await until(
+          () => metricOf(replica, "modelgate_gateway_valkey_up"),
+          (up) => up === 1,
+        ),
+      ).toBe(1);
+    }
+    const answeredWhileDown = load.answered() - answeredAtStart;
+    const restarted = load.answered();
+    await until(
+      () => Promise.resolve(load.answered()),
+      (n) => n >= restarted + 60,
+    );
+    const outcomes = await load.stop();
+
+    // Nothing failed and nothing answerable was refused: Valkey is never a reason to.
+    expect(outcomes.filter((o) => o.status === 0 || o.status >= 500)).toEqual([]);
+    expect(
+      outcomes.filter((o) => (o.kind === "api" || o.kind === "pay") && o.status !== 200),
+    ).toEqual([]);
+    for (const replica of replicas) {
+      expect(
+        await metricOf(replica, 'modelgate_gateway_valkey_fallbacks_total{kind="rate_limit"}'),
+      ).toBeGreaterThan(0);
+    }
+    // Shared again: a signature used on one replica is refused on the two others.
+    const raw = JSON.stringify({
+      model: "tiny-gpt",
+      input: "after the restart",
+      max_output_tokens: 1,
+    });
+    const headers = {
+      "content-type": "application/json",
+      "pay-signature": p.sign(raw),
+      "pay-agent-id": "agent-after",
+    };
+    const statuses: number[] = [];
+    for (const replica of [replicas[1]!, replicas[0]!, replicas[2]!]) {
+      const res = await fetch(`${replica.url}/pay/v1/responses`, {
+        method: "POST",
+        headers,
+        body: raw,
+      });
+      await res.arrayBuffer();
+      statuses.push(res.status);
+    }
+    expect(statuses).toEqual([200, 401, 401]);
+
+    // The ledger: one row per answered request of this load (and the one above).
+    for (const replica of replicas) {
+      expect(
+        await until(
+          () => pendingRecords(replica),
+          (n) => n === 0,
+        ),
+      ).toBe(0);
+    }
+    const answered = outcomes.filter((o) => o.status === 200);
+    const rows = (
+      await db
+        .selectFrom("usage_ledger")
+        .select(["response_id", "request_id", "input_tokens", "output_tokens"])
+        .execute()
+    ).filter((row) => !before.has(row.response_id));
+    const byResponseId = new Map(answered.map((o) => [o.responseId!, o]));
+    const fromLoad = rows.filter((row) => byResponseId.has(row.response_id));
+    expect(fromLoad.length).toBe(answered.length);
+    expect(rows.length - fromLoad.length).toBe(1); // the signature check's one 200
+    for (const row of fromLoad) {
+      const o = byResponseId.get(row.response_id)!;
+      expect([row.request_id, row.input_tokens, row.output_tokens]).toEqual([
+        o.requestId,
+        o.usage!.input_tokens,
+        o.usage!.output_tokens,
+      ]);
+    }
+    console.info(
+      `three replicas, Valkey restarted under load: ${outcomes.length} requests, ` +
+        `${answered.length} answered (${answeredWhileDown} while it was away), ` +
+        `${outcomes.length - answered.length} refused, none failed; ledger ${fromLoad.length} rows for them`,
     );
   });
 });
