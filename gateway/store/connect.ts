@@ -51,9 +51,13 @@ export async function connectStore(
       // give the same value on both, and token sums stay far below 2^53.
       types: int8AsNumber,
     });
-    // An idle client whose server went away emits an error; without a
-    // listener that would end the process. The next query reconnects.
+    // A client whose server went away emits an error; without a listener
+    // that would end the process. The pool listens only while a client is
+    // idle (its "error" event): a server stopped mid-query also kills the
+    // clients checked out at that moment, whose query fails on its own and
+    // whose client the pool drops on release. The next query reconnects.
     pool.on("error", () => undefined);
+    pool.on("connect", (client) => client.on("error", () => undefined));
     return {
       db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }),
       engine: "postgres",
