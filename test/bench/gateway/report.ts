@@ -44,15 +44,14 @@ function cpu(side: Side): string {
 
 /**
  * The gateway's CPU per request, background work (usage and settlement
- * delivery) included; and Valkey's, when the suite has one.
+ * delivery, ledger writes) included; and the shared stores' own, when the
+ * suite has them.
  */
 function perRequest(side: Side): string {
-  const ms = side.cpuMsPerRequest.gateway;
-  const valkey = side.cpuMsPerRequest.valkey;
-  return (
-    (ms === undefined ? "" : `; gateway ${ms.toFixed(3)} ms cpu/request`) +
-    (valkey === undefined ? "" : `; valkey ${valkey.toFixed(3)} ms cpu/request`)
-  );
+  return ["gateway", "postgres", "valkey"]
+    .filter((name) => side.cpuMsPerRequest[name] !== undefined)
+    .map((name) => `; ${name} ${side.cpuMsPerRequest[name]!.toFixed(3)} ms cpu/request`)
+    .join("");
 }
 
 const SUITE_TITLES: Record<string, string> = {
@@ -64,7 +63,18 @@ const SUITE_TITLES: Record<string, string> = {
     "stand-in runtime, the gateway's rate limits in a real redis-server (--valkey-url; informative)",
   "tiny-nli+valkey":
     "real runtime, tiny-nli, the gateway's rate limits in a real redis-server (--valkey-url; the targets apply to its pinned rows)",
+  "stand-in+postgres+valkey":
+    "stand-in runtime, the gateway's ledger in a real PostgreSQL server and its rate limits in a real redis-server (--database-url, --valkey-url; informative)",
+  "tiny-nli+postgres+valkey":
+    "real runtime, tiny-nli, the ledger in a real PostgreSQL server, rate limits in a real redis-server (--database-url, --valkey-url; the targets apply to its pinned rows)",
 };
+
+/** The suites the targets apply to: the real runtime, on whichever stores. */
+const TARGET_SUITES = new Set([
+  TARGET_SUITE,
+  `${TARGET_SUITE}+valkey`,
+  `${TARGET_SUITE}+postgres+valkey`,
+]);
 
 /** The final table: figures and ratios of this one run, and PASS/MISS per target. */
 export function renderReport(
@@ -93,9 +103,7 @@ export function renderReport(
     lines.push("", SUITE_TITLES[suite] ?? suite);
     const targetVariant = context.pinned ? "pinned" : "shared";
     for (const p of points.filter((q) => q.suite === suite)) {
-      const isTarget =
-        (suite === TARGET_SUITE || suite === `${TARGET_SUITE}+valkey`) &&
-        p.variant === targetVariant;
+      const isTarget = TARGET_SUITES.has(suite) && p.variant === targetVariant;
       const added = p.gateway.p50Ms - p.direct.p50Ms;
       const kept = ratio(p.gateway.requestsPerSecond, p.direct.requestsPerSecond);
       const addedCell = `+p50 ${added.toFixed(3)} ms${isTarget ? ` (<${TARGETS.addedP50Ms}) ${verdict(added < TARGETS.addedP50Ms)}` : ""}`;
