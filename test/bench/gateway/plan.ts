@@ -59,7 +59,7 @@ export function planFrom(args: readonly string[]): GatewayBenchPlan {
     valkey,
     postgres,
     // Each set of shared-store suites about doubles the measuring.
-    deadlineMs: (quick ? 60_000 : 450_000) * (1 + Number(valkey) + Number(postgres)),
+    deadlineMs: (quick ? 75_000 : 450_000) * (1 + Number(valkey) + Number(postgres)),
     clients: [1, 16, 64],
     pointMs: quick ? 600 : 3_000,
     rounds: quick ? 1 : 3,
