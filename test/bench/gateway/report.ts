@@ -91,7 +91,7 @@ export function renderReport(
     `machine load average (1 min) ${context.load.before.toFixed(2)} before, ${context.load.after.toFixed(2)} after` +
       " (2 cores: above ~0.5 before the run, other work shared the CPU and figures are noisier)",
     "note: on 2 cores the gateway competes with the runtime and the load generator for CPU, which bounds the",
-    "      throughput ratio in the shared rows; the pinned rows put the gateway (and the usage sink) alone on core 0",
+    "      throughput ratio in the shared rows; the pinned rows put the gateway (with the usage sink and any store server) on core 0",
     "      and the runtime with the client on core 1, so the runtime has the same CPU budget with and without it.",
     `      CPU is a share of one core (100% = one core busy). Gateway log level: ${context.logLevel}` +
       (context.logLevel === "info" ? " (one JSON line per request, to /dev/null)." : "."),
