@@ -27,7 +27,7 @@ import {
 import type { RateLimits } from "./rate-limit/limits.js";
 import { ModelRegistry } from "./registry/registry.js";
 import { createSharedState } from "./shared-state/shared-state.js";
-import { createLedgerSender, isRetryableLedgerError } from "./store/ledger-sink.js";
+import { createLedgerSender, isRetryableLedgerError, ledgerThenEach } from "./store/ledger-sink.js";
 import { StoreOpener } from "./store/store-opener.js";
 import { Upstream } from "./upstream/forward.js";
 
@@ -55,6 +55,14 @@ const USAGE_LINGER_MS = 100;
  * for a batch would go with it. Well inside the chart's grace period.
  */
 const SHUTDOWN_DRAIN_MS = 5_000;
+
+/** Settlements per batch (one ledger INSERT, then one provider call each), at most. */
+const SETTLEMENT_BATCH_MAX = 16;
+
+const isRetryableSettlement = (error: unknown): boolean =>
+  error instanceof SettlementError
+    ? isRetryableSettlementError(error)
+    : isRetryableLedgerError(error);
 
 export async function createGatewayComponents(
   config: GatewayConfig,
@@ -161,14 +169,11 @@ export async function createGatewayComponents(
       // The ledger first, then the provider: a settlement the provider
       // refuses for good is still a request that was answered, and a
       // settlement retried after the provider failed lands in the ledger once.
-      send: async (record, key, options) => {
-        await toLedger([{ key, record: ledgerEntryOfSettlement(record) }], options);
-        await settle(record, key, options);
-      },
-      isRetryable: (error) =>
-        error instanceof SettlementError
-          ? isRetryableSettlementError(error)
-          : isRetryableLedgerError(error),
+      // Settlements that wait together share one ledger write; a lone one
+      // is sent at once (no linger), as before.
+      sendBatch: ledgerThenEach(toLedger, ledgerEntryOfSettlement, settle, isRetryableSettlement),
+      maxBatch: SETTLEMENT_BATCH_MAX,
+      isRetryable: isRetryableSettlement,
       retry: NEVER_GIVE_UP,
       parse: parseSettlementRecord,
       metrics: outboxMetrics(metrics.registry, "settlements"),

@@ -1,5 +1,5 @@
 import type { Kysely } from "kysely";
-import type { OutboxSendBatch } from "../outbox/durable-outbox.js";
+import type { OutboxSend, OutboxSendBatch } from "../outbox/durable-outbox.js";
 import type { Database } from "./database.js";
 import type { LedgerEntry } from "./ledger-entry.js";
 import { recordLedgerEntries } from "./usage-ledger.js";
@@ -36,6 +36,40 @@ export function createLedgerSender(
       throw error;
     }
     hooks.onWritten?.(items.length, inserted);
+  };
+}
+
+/**
+ * A batch sender for records that go to the ledger and then, each on its
+ * own, to a service that takes one record per call (the payment
+ * provider's settlements). The ledger gets the whole batch in one
+ * statement: written alone, a row costs the embedded PGlite about 0.8 ms
+ * of the event loop's CPU, in a batch about 0.03 ms (docs/state.md). Then
+ * every record is delivered at once; if any delivery fails, the batch
+ * fails with a retryable error among them if there is one (the outbox
+ * retries the batch later), else with one of the refusals (the outbox
+ * sends each record alone, so that only the refused one is parked).
+ * Either way the ledger and the service see some records again, under the
+ * same keys, and both dedupe on them.
+ */
+export function ledgerThenEach<T>(
+  toLedger: OutboxSendBatch<LedgerEntry>,
+  entryOf: (record: T) => LedgerEntry,
+  deliver: OutboxSend<T>,
+  isRetryable: (error: unknown) => boolean,
+): OutboxSendBatch<T> {
+  return async (items, options) => {
+    await toLedger(
+      items.map((item) => ({ key: item.key, record: entryOf(item.record) })),
+      options,
+    );
+    const outcomes = await Promise.allSettled(
+      items.map((item) => deliver(item.record, item.key, options)),
+    );
+    const errors = outcomes.flatMap((outcome) =>
+      outcome.status === "rejected" ? [outcome.reason as unknown] : [],
+    );
+    if (errors.length > 0) throw errors.find(isRetryable) ?? errors[0];
   };
 }
 

@@ -19,6 +19,8 @@ export interface Child {
   pid: number;
   /** User plus system CPU seconds used so far, all threads (Linux /proc), or NaN. */
   cpuSeconds(): Promise<number>;
+  /** Every process, for a server of several (PostgreSQL); else just `pid`. */
+  pids?(): Promise<number[]>;
   stop(): Promise<void>;
 }
 

@@ -3,7 +3,8 @@
 // the same flags, the same logger (JSON request logs at the given level, to
 // stdout, which run.ts points at /dev/null), real components, the file model
 // source. The only differences: it listens on a free port and reports
-// `{ url }` over IPC, because main.ts has no way to say which port it got.
+// `{ url }` over IPC, because main.ts has no way to say which port it got,
+// and it reports only once its ledger is open (see below).
 import { buildGateway } from "../../../gateway/app.js";
 import { createGatewayComponents } from "../../../gateway/components.js";
 import { parseGatewayConfig } from "../../../gateway/config.js";
@@ -14,6 +15,12 @@ const flags = JSON.parse(process.argv[2] ?? "{}") as Record<string, string>;
 const config = parseGatewayConfig(flags, {});
 const logger = createLogger({ level: config.logLevel, name: "gateway" });
 const components = await createGatewayComponents(config, logger);
+// main.ts opens the ledger in the background and serves meanwhile. Here the
+// child is ready only once it is open: opening (migrations, and for the
+// embedded PGlite its WebAssembly start) is a one-time cost of seconds of
+// CPU that would otherwise land on the first points measured, as if it were
+// paid per request.
+await components.store.store();
 const source = new FileSource({
   dir: config.modelsDir!,
   registry: components.deps.registry,

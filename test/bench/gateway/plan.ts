@@ -4,7 +4,9 @@
  * `--quick`. Flags: --quick, --profile (CPU profile of the stand-in suite's
  * gateway child, summarised at the end), --log-level L (the gateway's; its
  * default "info" writes two JSON lines per request, as in production),
- * --valkey (each suite again with its gateway on a real redis-server).
+ * --valkey (each suite again with its gateway on a real redis-server),
+ * --postgres (each suite again with its gateway on a real PostgreSQL server
+ * for the ledger and a real redis-server, as several replicas run).
  */
 export interface GatewayBenchPlan {
   quick: boolean;
@@ -12,6 +14,8 @@ export interface GatewayBenchPlan {
   logLevel: string;
   /** Also run each suite with its gateway's limits and signatures in a real redis-server (`--valkey`). */
   valkey: boolean;
+  /** Also run each suite with its gateway's ledger in a real PostgreSQL server and its limits in Valkey (`--postgres`). */
+  postgres: boolean;
   /** Hard stop for the whole run; a watchdog ends the process past it. */
   deadlineMs: number;
   clients: number[];
@@ -23,6 +27,10 @@ export interface GatewayBenchPlan {
   halfMaxRequests: number;
   /** Per side, before a suite's first point: JIT, connections, the journals' first writes. */
   warmupMs: number;
+  /** The gateway side's warm-up, long enough for the ledger's code to run hot (compare.ts). */
+  gatewayWarmupMs: number;
+  /** Longest wait, after the gateway's warm-up, for its background compiling to end. */
+  warmupSettleMaxMs: number;
   /** Longest wait, after a gateway run, for its background work to end (measure.ts). */
   settleMaxMs: number;
   payClients: number[];
@@ -39,6 +47,7 @@ function flagValue(args: readonly string[], name: string): string | undefined {
 export function planFrom(args: readonly string[]): GatewayBenchPlan {
   const quick = args.includes("--quick");
   const valkey = args.includes("--valkey");
+  const postgres = args.includes("--postgres");
   const logLevel = flagValue(args, "--log-level") ?? "info";
   if (!/^(fatal|error|warn|info|debug|trace|silent)$/.test(logLevel)) {
     throw new Error("--log-level takes fatal, error, warn, info, debug, trace or silent");
@@ -48,13 +57,16 @@ export function planFrom(args: readonly string[]): GatewayBenchPlan {
     profile: args.includes("--profile"),
     logLevel,
     valkey,
-    // The Valkey suites about double the measuring.
-    deadlineMs: (quick ? 40_000 : 420_000) * (valkey ? 2 : 1),
+    postgres,
+    // Each set of shared-store suites about doubles the measuring.
+    deadlineMs: (quick ? 75_000 : 450_000) * (1 + Number(valkey) + Number(postgres)),
     clients: [1, 16, 64],
     pointMs: quick ? 600 : 3_000,
     rounds: quick ? 1 : 3,
     halfMaxRequests: 200_000,
     warmupMs: quick ? 200 : 1_500,
+    gatewayWarmupMs: quick ? 1_000 : 3_000,
+    warmupSettleMaxMs: quick ? 3_000 : 5_000,
     settleMaxMs: quick ? 1_000 : 2_000,
     payClients: [1, 16],
     payPointMs: quick ? 600 : 3_000,

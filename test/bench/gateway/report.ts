@@ -44,15 +44,14 @@ function cpu(side: Side): string {
 
 /**
  * The gateway's CPU per request, background work (usage and settlement
- * delivery) included; and Valkey's, when the suite has one.
+ * delivery, ledger writes) included; and the shared stores' own, when the
+ * suite has them.
  */
 function perRequest(side: Side): string {
-  const ms = side.cpuMsPerRequest.gateway;
-  const valkey = side.cpuMsPerRequest.valkey;
-  return (
-    (ms === undefined ? "" : `; gateway ${ms.toFixed(3)} ms cpu/request`) +
-    (valkey === undefined ? "" : `; valkey ${valkey.toFixed(3)} ms cpu/request`)
-  );
+  return ["gateway", "postgres", "valkey"]
+    .filter((name) => side.cpuMsPerRequest[name] !== undefined)
+    .map((name) => `; ${name} ${side.cpuMsPerRequest[name]!.toFixed(3)} ms cpu/request`)
+    .join("");
 }
 
 const SUITE_TITLES: Record<string, string> = {
@@ -64,7 +63,18 @@ const SUITE_TITLES: Record<string, string> = {
     "stand-in runtime, the gateway's rate limits in a real redis-server (--valkey-url; informative)",
   "tiny-nli+valkey":
     "real runtime, tiny-nli, the gateway's rate limits in a real redis-server (--valkey-url; the targets apply to its pinned rows)",
+  "stand-in+postgres+valkey":
+    "stand-in runtime, the gateway's ledger in a real PostgreSQL server and its rate limits in a real redis-server (--database-url, --valkey-url; informative)",
+  "tiny-nli+postgres+valkey":
+    "real runtime, tiny-nli, the ledger in a real PostgreSQL server, rate limits in a real redis-server (--database-url, --valkey-url; the targets apply to its pinned rows)",
 };
+
+/** The suites the targets apply to: the real runtime, on whichever stores. */
+const TARGET_SUITES = new Set([
+  TARGET_SUITE,
+  `${TARGET_SUITE}+valkey`,
+  `${TARGET_SUITE}+postgres+valkey`,
+]);
 
 /** The final table: figures and ratios of this one run, and PASS/MISS per target. */
 export function renderReport(
@@ -81,7 +91,7 @@ export function renderReport(
     `machine load average (1 min) ${context.load.before.toFixed(2)} before, ${context.load.after.toFixed(2)} after` +
       " (2 cores: above ~0.5 before the run, other work shared the CPU and figures are noisier)",
     "note: on 2 cores the gateway competes with the runtime and the load generator for CPU, which bounds the",
-    "      throughput ratio in the shared rows; the pinned rows put the gateway (and the usage sink) alone on core 0",
+    "      throughput ratio in the shared rows; the pinned rows put the gateway (with the usage sink and any store server) on core 0",
     "      and the runtime with the client on core 1, so the runtime has the same CPU budget with and without it.",
     `      CPU is a share of one core (100% = one core busy). Gateway log level: ${context.logLevel}` +
       (context.logLevel === "info" ? " (one JSON line per request, to /dev/null)." : "."),
@@ -93,9 +103,7 @@ export function renderReport(
     lines.push("", SUITE_TITLES[suite] ?? suite);
     const targetVariant = context.pinned ? "pinned" : "shared";
     for (const p of points.filter((q) => q.suite === suite)) {
-      const isTarget =
-        (suite === TARGET_SUITE || suite === `${TARGET_SUITE}+valkey`) &&
-        p.variant === targetVariant;
+      const isTarget = TARGET_SUITES.has(suite) && p.variant === targetVariant;
       const added = p.gateway.p50Ms - p.direct.p50Ms;
       const kept = ratio(p.gateway.requestsPerSecond, p.direct.requestsPerSecond);
       const addedCell = `+p50 ${added.toFixed(3)} ms${isTarget ? ` (<${TARGETS.addedP50Ms}) ${verdict(added < TARGETS.addedP50Ms)}` : ""}`;

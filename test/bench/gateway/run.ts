@@ -1,4 +1,4 @@
-// `npm run bench:gateway [-- --quick] [-- --profile] [-- --log-level L] [-- --valkey]`:
+// `npm run bench:gateway [-- --quick] [-- --profile] [-- --log-level L] [-- --valkey] [-- --postgres]`:
 // requests per second and p50/p99 latency through the gateway against the
 // same runtime called directly, at 1, 16 and 64 clients. Two runtimes: a
 // stand-in that answers at once (the gateway's own cost; the targets apply)
@@ -24,6 +24,7 @@ import { renderReport } from "./report.js";
 import { startRun } from "../support/run-clock.js";
 import { startRedisServer, type RedisServer } from "../../support/redis-server.js";
 import { processCpuSeconds } from "./child-process.js";
+import { startDatabaseServer } from "./database-server.js";
 
 const plan = planFrom(process.argv.slice(2));
 const { log, elapsedSeconds } = startRun(plan.deadlineMs);
@@ -48,16 +49,22 @@ const apiRequests = (model: string, apiKey: string): LoadRequest[] => [
   },
 ];
 
-/** Gateway and sink on core 0; runtime and this process (the client) on core 1. */
+/** Gateway, sink and store servers on core 0; runtime and this process (the client) on core 1. */
 async function pinnedRun(p: Pinning, suite: Suite): Promise<ComparePoint[]> {
   const all = [suite.gateway, ...suite.others, suite.runtime];
+  // A server of several processes (PostgreSQL) moves with all of them; the
+  // backends it forks later inherit the postmaster's affinity.
+  const pidsOf = async (child: Child) => (child.pids ? await child.pids() : [child.pid]);
+  const pinAll = async (child: Child, cpus: string) => {
+    for (const pid of await pidsOf(child)) p.pin(pid, cpus);
+  };
   try {
-    for (const child of [suite.gateway, ...suite.others]) p.pin(child.pid, "0");
+    for (const child of [suite.gateway, ...suite.others]) await pinAll(child, "0");
     p.pin(suite.runtime.pid, "1");
     p.pin(process.pid, "1");
     return await compareSuite(plan, suite, "pinned", log);
   } finally {
-    for (const child of all) p.pin(child.pid, p.original);
+    for (const child of all) await pinAll(child, p.original);
     p.pin(process.pid, p.original);
   }
 }
@@ -89,31 +96,51 @@ function valkeyChild(server: RedisServer): Child {
 }
 
 /**
- * With `--valkey`, the suite again through a second gateway whose limits and
- * used signatures live in a fresh redis-server (same runtime, same sink).
+ * The suite again through a second gateway (same runtime, same sink) on
+ * shared stores: with `--valkey`, its limits and used signatures in a fresh
+ * redis-server; with `--postgres`, also its ledger on a fresh PostgreSQL
+ * server (`--database-url`) instead of the embedded PGlite, as several
+ * replicas are deployed. The servers are watched beside the gateway.
  */
-async function valkeySuite(suite: Suite, setup: GatewaySetup): Promise<void> {
+async function storesSuite(
+  suite: Suite,
+  setup: GatewaySetup,
+  stores: { postgres: boolean },
+): Promise<void> {
+  const servers: Child[] = [];
+  const flags = { ...setup.flags };
+  if (stores.postgres) {
+    const database = await startDatabaseServer();
+    servers.push(database);
+    running.push(database);
+    flags.databaseUrl = database.url;
+  }
   const server = await startRedisServer();
   const valkey = valkeyChild(server);
+  servers.push(valkey);
   running.push(valkey);
-  const gateway = await start.startGateway(
-    { ...setup, flags: { ...setup.flags, valkeyUrl: server.url } },
-    null,
-  );
+  flags.valkeyUrl = server.url;
+  const gateway = await start.startGateway({ ...setup, flags }, null);
   running.unshift(gateway);
-  log(`${suite.name}+valkey suite: gateway ${gateway.url} on ${server.url} ready`);
-  const withValkey: Suite = {
-    ...suite,
-    name: `${suite.name}+valkey`,
-    gateway,
-    others: [...suite.others, valkey],
-  };
-  points.push(...(await compareSuite(plan, withValkey, "shared", log)));
-  if (pin) points.push(...(await pinnedRun(pin, withValkey)));
+  const name = `${suite.name}${stores.postgres ? "+postgres" : ""}+valkey`;
+  log(
+    `${name} suite: gateway ${gateway.url} on ${servers.map((s) => s.url.replace(/\/\/[^@]*@/, "//")).join(", ")} ready`,
+  );
+  const withStores: Suite = { ...suite, name, gateway, others: [...suite.others, ...servers] };
+  points.push(...(await compareSuite(plan, withStores, "shared", log)));
+  if (pin) points.push(...(await pinnedRun(pin, withStores)));
   await gateway.stop();
   running.splice(running.indexOf(gateway), 1);
-  await valkey.stop();
-  running.splice(running.indexOf(valkey), 1);
+  for (const child of servers) {
+    await child.stop();
+    running.splice(running.indexOf(child), 1);
+  }
+}
+
+/** The runs `--valkey` and `--postgres` add to a suite. */
+async function sharedStoreSuites(suite: Suite, setup: GatewaySetup): Promise<void> {
+  if (plan.valkey) await storesSuite(suite, setup, { postgres: false });
+  if (plan.postgres) await storesSuite(suite, setup, { postgres: true });
 }
 
 const loadBefore = loadavg()[0]!;
@@ -159,7 +186,7 @@ try {
     log,
   );
   usageRecords = await usageCount(sink);
-  if (plan.valkey) await valkeySuite(standIn, setup);
+  await sharedStoreSuites(standIn, setup);
   // The gateway first, so it never sees its runtime, sink or provider go.
   for (const child of running.splice(0)) await child.stop();
 
@@ -189,7 +216,7 @@ try {
   };
   points.push(...(await compareSuite(plan, real, "shared", log)));
   if (pin) points.push(...(await pinnedRun(pin, real)));
-  if (plan.valkey) await valkeySuite(real, nliSetup);
+  await sharedStoreSuites(real, nliSetup);
 } finally {
   for (const child of running.splice(0)) await child.stop();
   for (const dir of folders) await rm(dir, { recursive: true, force: true });

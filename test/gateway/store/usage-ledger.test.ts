@@ -71,6 +71,26 @@ describe.each(engines)("usage ledger on $name", (engine) => {
     expect(await ledger(opened)).toEqual(entries);
   });
 
+  it("keeps strings that array syntax would mangle, and nulls apart from the text NULL", async () => {
+    // The batch goes to the database as one array per column: quotes,
+    // backslashes, commas, braces, blanks and the word NULL must survive it.
+    const opened = await store(await engine.newTarget());
+    const entries = [
+      entry(1, { account: 'a "quoted", {braced} \\ back', project: "NULL", keyId: null }),
+      entry(2, { account: "  padded  ", project: null, agentId: " ", model: "é ü 日本 🙂" }),
+      entry(3, { requestId: "{}", agentId: "NULL", keyId: "'single'" }),
+    ];
+    expect(await recordLedgerEntries(opened.db, entries)).toBe(3);
+    expect(await ledger(opened)).toEqual(entries);
+  });
+
+  it("a batch holding one response id twice stores its first copy", async () => {
+    const opened = await store(await engine.newTarget());
+    const twice = [entry(1), entry(2), entry(1, { inputTokens: 999 })];
+    expect(await recordLedgerEntries(opened.db, twice)).toBe(2);
+    expect(await ledger(opened)).toEqual([entry(1), entry(2)]);
+  });
+
   it("a batch written twice lands once", async () => {
     const opened = await store(await engine.newTarget());
     const send = createLedgerSender(opened.db);
@@ -85,12 +105,13 @@ describe.each(engines)("usage ledger on $name", (engine) => {
     expect(await ledger(opened)).toEqual([1, 2, 3, 4, 5, 6].map((n) => entry(n)));
   });
 
-  it("writes more rows than one statement takes in one call, once", async () => {
+  it("writes more rows in one call than a VALUES list has parameters for, once", async () => {
+    // 13 parameters a row would pass PostgreSQL's 65,535 at 5,042 rows.
     const opened = await store(await engine.newTarget());
-    const many = Array.from({ length: 2500 }, (_, n) => entry(n + 10));
-    expect(await recordLedgerEntries(opened.db, many)).toBe(2500);
+    const many = Array.from({ length: 6000 }, (_, n) => entry(n + 10));
+    expect(await recordLedgerEntries(opened.db, many)).toBe(6000);
     expect(await recordLedgerEntries(opened.db, many.slice(900, 1200))).toBe(0);
-    expect((await ledger(opened)).length).toBe(2500);
+    expect((await ledger(opened)).length).toBe(6000);
   });
 
   it("an entry replayed from the journal after a crash lands once", async () => {
