@@ -4,13 +4,15 @@
 //     tokens/s streamed against the same greedy request answered whole, in
 //     alternating pairs, the ratio taken per pair (target: at least 0.98x at the
 //     median). The prefix cache is off, so that every request prefills alike.
+//     The runtime runs in a child process, so that the client's reads of the
+//     stream do not share its event loop.
 // (b) Time to first token through the gateway against the runtime directly,
 //     at 1 and 16 concurrent clients (target: under 1 ms added at p50).
-// Everything runs in this one process (runtime, gateway, clients), so the
+// Section (b) runs in this one process (runtime, gateway, clients), so its
 // figures include the clients' own share of the CPU: a rough guide, not a
 // verdict, on a loaded machine. Prints one table.
-import { pino } from "pino";
-import { fixtureFolder, startRuntime } from "../../runtime/support/runtime-server.js";
+import { fixtureFolder } from "../../runtime/support/runtime-server.js";
+import { startRuntimeProcess } from "../runtime/runtime-process.js";
 import { SHARED_ONNX_FILE, sharedModel } from "../../support/shared-models.js";
 import { startPlatform } from "../../gateway/support/platform.js";
 
@@ -66,12 +68,13 @@ async function runtimeSection(): Promise<void> {
   const int8 = int4 ? null : sharedModel("smollm2-135m-instruct");
   const path = int4 ?? int8 ?? (await fixtureFolder("bench-gpt"));
   const modelId = int4 ? "smollm2-int4" : int8 ? "smollm2-int8" : "bench-gpt";
-  const runtime = await startRuntime(
-    { path, modelId, threads: 2, ...(int8 ? { onnxFile: SHARED_ONNX_FILE } : {}) },
-    { prefixCacheBytes: 0 },
-    Math.random,
-    pino({ level: "silent" }),
-  );
+  const runtime = await startRuntimeProcess({
+    path,
+    modelId,
+    threads: 2,
+    throughput: { prefixCacheBytes: 0 },
+    ...(int8 ? { load: { onnxFile: SHARED_ONNX_FILE } } : {}),
+  });
   try {
     const body = {
       model: modelId,
@@ -109,7 +112,7 @@ async function runtimeSection(): Promise<void> {
       `${ratio.toFixed(3)}x per pair ${spread(ratios, 3)} ${ratio >= 0.98 ? "PASS" : "MISS"} (>= 0.98x)`,
     );
   } finally {
-    await runtime.close();
+    await runtime.stop();
   }
 }
 
