@@ -77,10 +77,14 @@ export function newId(prefix: "resp" | "msg"): string {
   return `${prefix}_${randomHex(24)}`;
 }
 
-export function usageOf(inputTokens: number, outputTokens: number): ResponsesUsage {
+export function usageOf(
+  inputTokens: number,
+  outputTokens: number,
+  cachedTokens = 0,
+): ResponsesUsage {
   return {
     input_tokens: inputTokens,
-    input_tokens_details: { cached_tokens: 0 },
+    input_tokens_details: { cached_tokens: cachedTokens },
     output_tokens: outputTokens,
     output_tokens_details: { reasoning_tokens: 0 },
     total_tokens: inputTokens + outputTokens,
@@ -160,6 +164,8 @@ function envelope(
 export interface CompletedGeneration {
   text: string;
   inputTokens: number;
+  /** Of the input tokens, those read from a prefix cache (usage.input_tokens_details.cached_tokens). */
+  cachedTokens?: number;
   outputTokens: number;
   /** Set when generation stopped before its natural end. */
   incompleteReason: "max_output_tokens" | null;
@@ -193,7 +199,7 @@ export function completedResponse(
         ],
       },
     ],
-    usage: usageOf(result.inputTokens, result.outputTokens),
+    usage: usageOf(result.inputTokens, result.outputTokens, result.cachedTokens),
   };
 }
 

@@ -43,6 +43,10 @@ runtime
     "--kv-cache-tokens <n>",
     "KV cache positions decoding sequences may reserve together (default: concurrency x maxTokens)",
   )
+  .option(
+    "--prefix-cache-bytes <n>",
+    "bytes of finished sequences' KV cache kept for prompts that start with them (default 128 MiB; 0 disables)",
+  )
   .option("--hypothesis-template <text>", "zero-shot hypothesis, with {} for the label")
   .option(
     "--similarity-midpoint <cosine>",

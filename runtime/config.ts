@@ -28,6 +28,11 @@ export const serveConfigSchema = z.object({
   generationConcurrency: positiveInt.default(DEFAULT_THROUGHPUT.generationConcurrency),
   maxQueue: positiveInt.default(DEFAULT_THROUGHPUT.maxQueue),
   kvCacheTokens: positiveInt.optional(),
+  prefixCacheBytes: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(DEFAULT_THROUGHPUT.prefixCacheBytes ?? 0),
   hypothesisTemplate: z
     .string()
     .refine((t) => t.includes("{}"), "the hypothesis template needs a {} for the label")

@@ -12,6 +12,9 @@ export interface RuntimeMetrics {
   queueDepth: Gauge;
   inFlight: Gauge;
   queueWait: Histogram;
+  prefixCacheBytes: Gauge;
+  prefixCacheHits: Counter;
+  prefixCachedTokens: Counter;
 }
 
 export function createRuntimeMetrics(labels: { model: string }): RuntimeMetrics {
@@ -70,6 +73,21 @@ export function createRuntimeMetrics(labels: { model: string }): RuntimeMetrics 
       name: "modelgate_runtime_queue_wait_seconds",
       help: "Time a request waited in the admission queue before the model took it",
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    }),
+    prefixCacheBytes: new Gauge({
+      name: "modelgate_runtime_prefix_cache_bytes",
+      help: "Bytes of keys and values the prefix cache holds for later prompts",
+      registers,
+    }),
+    prefixCacheHits: new Counter({
+      name: "modelgate_runtime_prefix_cache_hits_total",
+      help: "Generations whose prompt started from the prefix cache",
+      registers,
+    }),
+    prefixCachedTokens: new Counter({
+      name: "modelgate_runtime_prefix_cached_tokens_total",
+      help: "Prompt tokens read from the prefix cache instead of prefilled",
       registers,
     }),
   };

@@ -9,6 +9,7 @@ import type {
 import { AdmissionQueue } from "./engine/admission-queue.js";
 import { BatchExecutor } from "./engine/batch-executor.js";
 import { DecodeScheduler } from "./generation/decode-scheduler.js";
+import { PrefixCache } from "./generation/prefix-cache.js";
 import type { DecodeJob, Generated } from "./generation/generate.js";
 import type { GenerationOutcome, TextGenerator } from "./generation/text-generator.js";
 import type { EntityExtractor, ExtractedEntity, PreparedExtraction } from "./extract/extractor.js";
@@ -36,6 +37,12 @@ export interface ThroughputOptions {
    * times the token limit, so only the concurrency bounds the batch.
    */
   kvCacheTokens?: number | undefined;
+  /**
+   * Generation: bytes of finished sequences' keys and values kept for later
+   * prompts that start with the same tokens (see generation/prefix-cache.ts);
+   * 0 keeps none.
+   */
+  prefixCacheBytes?: number | undefined;
 }
 
 export const DEFAULT_THROUGHPUT: ThroughputOptions = {
@@ -45,6 +52,7 @@ export const DEFAULT_THROUGHPUT: ThroughputOptions = {
   batchWindowMs: 0,
   generationConcurrency: 8,
   maxQueue: 256,
+  prefixCacheBytes: 128 * 2 ** 20,
 };
 
 export type ServiceResult =
@@ -66,6 +74,8 @@ export type Lane =
       admission: AdmissionQueue<DecodeJob, Generated>;
       /** Continuous batching on a graph with a KV cache; one sequence per run without. */
       executor: DecodeScheduler | BatchExecutor<DecodeJob, Generated>;
+      /** Finished sequences' keys and values, for prompts that start with them; null without a KV cache. */
+      prefixCache: PrefixCache | null;
     }
   | {
       task: "zero-shot-classification";
@@ -168,6 +178,10 @@ export class ModelService {
     const job = generator.job(prepared, this.random, onToken);
     const outcome = generator.outcome(prepared, await lane.admission.submit(job, signal));
     this.metrics.timeToFirstToken.observe(outcome.firstTokenMs / 1000);
+    if (outcome.cachedTokens > 0) {
+      this.metrics.prefixCacheHits.inc();
+      this.metrics.prefixCachedTokens.inc(outcome.cachedTokens);
+    }
     return outcome;
   }
 
@@ -217,6 +231,14 @@ function generationLane(
 ): Lane {
   const admission = admissionOf<DecodeJob, Generated>(options, metrics);
   const onBatch = (size: number) => metrics.batchSize.observe(size);
+  const { io } = generator;
+  const prefixCache = generator.canBatch
+    ? new PrefixCache(
+        { names: io.cache.map((c) => c.pastName), kvHeads: io.kvHeads, headDim: io.headDim },
+        options.prefixCacheBytes ?? 0,
+        (bytes) => metrics.prefixCacheBytes.set(bytes),
+      )
+    : null;
   const executor = generator.canBatch
     ? new DecodeScheduler(admission, generator.session, generator.io, {
         maxBatch: options.generationConcurrency,
@@ -225,6 +247,7 @@ function generationLane(
           options.kvCacheTokens ?? options.generationConcurrency * generator.limits.maxTokens,
         eosIds: generator.eosIds,
         onStep: onBatch,
+        prefixCache: prefixCache ?? undefined,
       })
     : new BatchExecutor<DecodeJob, Generated>(admission, {
         maxBatchSize: 1,
@@ -233,7 +256,7 @@ function generationLane(
         onBatch,
         run: (batch) => Promise.all(batch.map((q) => generator.decode(q.job, q.signal))),
       });
-  return { task: "text-generation", generator, admission, executor };
+  return { task: "text-generation", generator, admission, executor, prefixCache };
 }
 
 function classificationLane(

@@ -3,11 +3,13 @@ import type { EventEmitter } from "node:events";
 import type { IncomingHttpHeaders } from "node:http";
 import { GatewayErrors } from "../errors.js";
 import type { RoutableModel } from "../registry/registry.js";
-import { pickEndpoint } from "./pick.js";
+import { PREFERRED_LOAD_MARGIN, pickEndpoint, type Preference } from "./pick.js";
 
 /**
  * Sends a request body to one of a model's runtimes over pooled keep-alive
- * connections. Picks the endpoint with the fewest requests in flight; when a
+ * connections. Picks the endpoint with the fewest requests in flight, or the
+ * preferred one (a conversation's previous replica) unless it is gone or
+ * overloaded (see pick.ts); when a
  * connection cannot be made, the request never reached a runtime and another
  * endpoint is tried. Once a runtime has the request, a failure is never
  * retried: inference may have run, and a repeat would run it twice.
@@ -18,6 +20,12 @@ export interface ForwardRequest {
   headers: Record<string, string>;
   /** Cancels the request: an AbortSignal, or an EventEmitter that emits "abort". */
   signal?: AbortSignal | EventEmitter | undefined;
+  /**
+   * The endpoint that served the conversation's previous turn (a stored
+   * response's `served_by`): its prefix cache holds the turn. Taken while it
+   * is ready and not overloaded; else the least loaded endpoint is.
+   */
+  preferredEndpoint?: string | undefined;
 }
 
 export interface UpstreamResponse {
@@ -68,12 +76,18 @@ export interface UpstreamOptions {
   /** Most connections per runtime endpoint. */
   connectionsPerEndpoint?: number;
   connectTimeoutMs?: number;
+  /**
+   * Requests in flight a preferred endpoint may carry beyond the least
+   * loaded one's before it counts as overloaded (default PREFERRED_LOAD_MARGIN).
+   */
+  preferredLoadMargin?: number;
 }
 
 export class Upstream {
   private readonly agent: Agent;
   private readonly inFlight = new Map<string, number>();
   private turn = 0;
+  private readonly margin: number;
 
   constructor(options: UpstreamOptions = {}) {
     this.agent = new Agent({
@@ -81,6 +95,7 @@ export class Upstream {
       keepAliveTimeout: 30_000,
       connect: { timeout: options.connectTimeoutMs ?? 2_000 },
     });
+    this.margin = options.preferredLoadMargin ?? PREFERRED_LOAD_MARGIN;
   }
 
   /** Requests in flight per endpoint (for metrics and tests). */
@@ -138,8 +153,11 @@ export class Upstream {
     const { model } = req;
     if (model.endpoints.length === 0) throw GatewayErrors.modelUnavailable(model.id);
     const tried = new Set<string>();
+    const preferred: Preference | undefined = req.preferredEndpoint
+      ? { endpoint: req.preferredEndpoint, margin: this.margin }
+      : undefined;
     for (;;) {
-      const endpoint = pickEndpoint(model.endpoints, this.inFlight, tried, this.turn++);
+      const endpoint = pickEndpoint(model.endpoints, this.inFlight, tried, this.turn++, preferred);
       if (!endpoint) throw GatewayErrors.upstreamUnavailable(model.id);
       tried.add(endpoint);
       this.inFlight.set(endpoint, (this.inFlight.get(endpoint) ?? 0) + 1);

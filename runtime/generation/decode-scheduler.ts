@@ -13,6 +13,7 @@ import {
 } from "./decoder-feeds.js";
 import type { DecoderIO } from "./decoder-io.js";
 import type { DecodeJob, Generated } from "./generate.js";
+import type { PrefixCache } from "./prefix-cache.js";
 import { shouldStop } from "./stopping.js";
 
 /**
@@ -27,6 +28,10 @@ import { shouldStop } from "./stopping.js";
  *
  * Decoding is bound by reading the weights once per step, so a step for
  * sixteen sequences costs far less than sixteen steps.
+ *
+ * With a prefix cache, a prefill starts from the longest stored prefix of
+ * its prompt and feeds only the rest; a finished sequence's positions are
+ * stored for the next prompt that starts with them (see prefix-cache.ts).
  */
 export interface SchedulerOptions {
   /** Most sequences decoded together. */
@@ -38,6 +43,8 @@ export interface SchedulerOptions {
   eosIds: ReadonlySet<number>;
   /** Called with the batch size of every decode step, for metrics. */
   onStep?: ((size: number) => void) | undefined;
+  /** Keeps finished sequences' positions for later prompts that start with them. */
+  prefixCache?: PrefixCache | undefined;
 }
 
 interface Row {
@@ -50,6 +57,8 @@ interface Row {
   /** Positions this row may come to hold: its prompt plus its output limit. */
   reserved: number;
   firstTokenMs: number;
+  /** Prompt tokens whose positions came from the prefix cache. */
+  cachedTokens: number;
 }
 
 export class DecodeScheduler {
@@ -97,12 +106,18 @@ export class DecodeScheduler {
     const { job } = admitted;
     const started = performance.now();
     if (job.maxNewTokens <= 0) {
-      admitted.resolve({ ids: [], stopReason: "length", firstTokenMs: 0 });
+      admitted.resolve({ ids: [], stopReason: "length", firstTokenMs: 0, cachedTokens: 0 });
       return;
     }
     try {
       const prompt = job.promptIds;
-      const feeds = decoderFeeds(this.io, { rows: [{ tokens: prompt, filled: 0 }], past: null });
+      const prefix = this.options.prefixCache;
+      const hit = prefix?.enabled ? prefix.lookup(prompt) : null;
+      const cached = hit?.tokens ?? 0;
+      const feeds = decoderFeeds(this.io, {
+        rows: [{ tokens: prompt.slice(cached), filled: cached }],
+        past: hit?.past ?? null,
+      });
       const outputs = readDecoderOutputs(this.io, await this.session.run(feeds), 1);
       const token = job.sampler(outputs.lastLogits(0));
       const row: Row = {
@@ -112,8 +127,12 @@ export class DecodeScheduler {
         filled: prompt.length,
         reserved: prompt.length + job.maxNewTokens,
         firstTokenMs: performance.now() - started,
+        cachedTokens: cached,
       };
-      if (this.accept(row, token)) return;
+      if (this.accept(row, token)) {
+        prefix?.store(prompt, outputs.present);
+        return;
+      }
       this.cache.add(prompt.length, outputs.present);
       this.rows.push(row);
     } catch (error) {
@@ -144,6 +163,10 @@ export class DecodeScheduler {
         if (this.accept(row, token)) finished.push(b);
       });
       if (finished.length > 0) {
+        const prefix = this.options.prefixCache;
+        if (prefix?.enabled) {
+          for (const b of finished) prefix.store(fedTokens(rows[b]!), this.cache.rowCache(b));
+        }
         const order = this.cache.remove(finished);
         this.rows = order.map((b) => rows[b]!);
       }
@@ -195,7 +218,17 @@ export class DecodeScheduler {
       signal: row.admitted.signal,
     });
     if (!stop) return false;
-    row.admitted.resolve({ ids: row.generated, stopReason: stop, firstTokenMs: row.firstTokenMs });
+    row.admitted.resolve({
+      ids: row.generated,
+      stopReason: stop,
+      firstTokenMs: row.firstTokenMs,
+      cachedTokens: row.cachedTokens,
+    });
     return true;
   }
+}
+
+/** The tokens whose positions a row's cache holds: its prompt, then the outputs fed back. */
+function fedTokens(row: Row): number[] {
+  return [...row.admitted.job.promptIds, ...row.generated].slice(0, row.filled);
 }

@@ -33,6 +33,8 @@ export interface Generated {
   stopReason: StopReason;
   /** Milliseconds until the first token was sampled. */
   firstTokenMs: number;
+  /** Prompt tokens whose positions came from the prefix cache, not a prefill. */
+  cachedTokens: number;
 }
 
 export async function generate(
@@ -47,7 +49,8 @@ export async function generate(
   let past: PastCache | null = null;
   let firstTokenMs = 0;
 
-  if (params.maxNewTokens <= 0) return { ids: [], stopReason: "length", firstTokenMs: 0 };
+  if (params.maxNewTokens <= 0)
+    return { ids: [], stopReason: "length", firstTokenMs: 0, cachedTokens: 0 };
   for (;;) {
     const filled = past?.length ?? 0;
     const row = { tokens: sequence.slice(filled), filled };
@@ -67,6 +70,6 @@ export async function generate(
       params.onToken?.(token);
     }
     const stop = shouldStop(token, generated.length, params);
-    if (stop) return { ids: generated, stopReason: stop, firstTokenMs };
+    if (stop) return { ids: generated, stopReason: stop, firstTokenMs, cachedTokens: 0 };
   }
 }

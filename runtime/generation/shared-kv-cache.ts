@@ -122,6 +122,21 @@ export class SharedKvCache {
     return row;
   }
 
+  /** Row `row`'s positions in `name`'s buffer, copied compact: [1, kvHeads, length, headDim]. */
+  copyRow(row: number, name: string): Float32Array {
+    const buffer = this.buffers.get(name);
+    if (!buffer) throw new Error(`no cache buffer for '${name}'`);
+    const { kvHeads, headDim } = this.geometry;
+    const length = this.rowLengths[row];
+    if (length === undefined) throw new Error(`the cache has no row ${row}`);
+    const out = new Float32Array(kvHeads * length * headDim);
+    for (let h = 0; h < kvHeads; h++) {
+      const at = (row * kvHeads + h) * this.cap * headDim;
+      out.set(buffer.subarray(at, at + length * headDim), h * length * headDim);
+    }
+    return out;
+  }
+
   /** Makes room for one more position in every row before a decode step. */
   reserveStep(): void {
     const needed = Math.max(0, ...this.rowLengths) + 1;
@@ -149,7 +164,7 @@ export class SharedKvCache {
     const next = [...staying];
     holes.forEach((hole, i) => {
       const from = moving[i]!;
-      this.copyRow(from, hole);
+      this.moveRow(from, hole);
       next.splice(hole, 0, from);
     });
     this.rowLengths = next.map((b) => this.rowLengths[b]!);
@@ -175,7 +190,7 @@ export class SharedKvCache {
     return Math.ceil(positions / this.budget.chunk) * this.budget.chunk;
   }
 
-  private copyRow(from: number, to: number): void {
+  private moveRow(from: number, to: number): void {
     const span = this.geometry.kvHeads * this.cap * this.geometry.headDim;
     for (const buffer of this.buffers.values()) {
       buffer.copyWithin(to * span, from * span, (from + 1) * span);

@@ -27,6 +27,8 @@ export interface GenerationOutcome {
   /** The generated token ids, end-of-sequence excluded. */
   ids: number[];
   inputTokens: number;
+  /** Of the input tokens, those whose positions came from the prefix cache. */
+  cachedTokens: number;
   outputTokens: number;
   incomplete: boolean;
   stopReason: StopReason;
@@ -125,6 +127,7 @@ export class TextGenerator {
       text: this.tokenizer.decode(result.ids),
       ids: result.ids,
       inputTokens: prepared.promptIds.length,
+      cachedTokens: result.cachedTokens,
       outputTokens: result.ids.length,
       incomplete: result.stopReason !== "eos",
       stopReason: result.stopReason,

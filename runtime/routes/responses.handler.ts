@@ -57,6 +57,7 @@ export async function respondToRequest(
     {
       text: outcome.text,
       inputTokens: outcome.inputTokens,
+      cachedTokens: outcome.cachedTokens,
       outputTokens: outcome.outputTokens,
       incompleteReason: outcome.incomplete ? "max_output_tokens" : null,
       createdAt: Math.floor(arrivedAt / 1000),

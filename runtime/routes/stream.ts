@@ -128,6 +128,7 @@ export async function streamResponse(
       {
         text: events.streamedText,
         inputTokens: outcome.inputTokens,
+        cachedTokens: outcome.cachedTokens,
         outputTokens: outcome.outputTokens,
         incompleteReason: outcome.incomplete ? "max_output_tokens" : null,
         createdAt,

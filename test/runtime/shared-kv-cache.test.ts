@@ -51,6 +51,17 @@ describe("SharedKvCache", () => {
     expect(c.view(NAMES[0]!).length).toBe(2 * HEADS * 8 * DIM);
   });
 
+  it("copies one row out compact, as the prefix cache keeps it", () => {
+    const c = cache();
+    c.add(5, () => present(1000, 5));
+    c.add(2, () => present(2000, 2));
+    for (const name of NAMES) {
+      expect([...c.copyRow(0, name)]).toEqual([...present(1000, 5)]);
+      expect([...c.copyRow(1, name)]).toEqual([...present(2000, 2)]);
+    }
+    expect(() => c.copyRow(2, NAMES[0]!)).toThrow(/no row/);
+  });
+
   it("grows by a chunk only when a row would not fit its next position, keeping every row", () => {
     const c = cache();
     c.add(3, () => present(1000, 3));

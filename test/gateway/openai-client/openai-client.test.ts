@@ -162,7 +162,11 @@ describe("the openai client against /v1/responses", () => {
       input: [{ role: "user", content: [{ type: "input_text", text: "Hello" }] }],
     });
     expect(asList.output_text).toBe(asString.output_text);
-    expect(asList.usage).toEqual(asString.usage);
+    // The prompt again: the runtime's prefix cache may hold it, so cached_tokens may differ.
+    expect({ ...asList.usage, input_tokens_details: null }).toEqual({
+      ...asString.usage,
+      input_tokens_details: null,
+    });
     const conversation = await client.responses.create({
       ...HELLO,
       input: [

@@ -86,6 +86,34 @@ describe("Upstream.forward", () => {
     expect(b.hits()).toBe(5);
   });
 
+  it("sends a continuation to its preferred endpoint until that one is overloaded", async () => {
+    upstream = new Upstream({ preferredLoadMargin: 2 });
+    const a = await runtime(() => [200, "{}"]);
+    const b = await runtime(() => [200, "{}"]);
+    const send = () =>
+      upstream.forward({ model: model([a.url, b.url]), body, headers, preferredEndpoint: b.url });
+    // One at a time: b is never busier than a, so it takes every one.
+    for (let i = 0; i < 4; i++) expect((await send()).endpoint).toBe(b.url);
+    expect(a.hits()).toBe(0);
+    // Ten at once: b takes them while within two of a's load, a takes the rest.
+    const answers = await Promise.all(Array.from({ length: 10 }, send));
+    const onB = answers.filter((r) => r.endpoint === b.url).length;
+    expect(onB).toBe(6);
+    expect(a.hits()).toBe(4);
+  });
+
+  it("sends a preferred request elsewhere when its preferred endpoint is not among the ready ones", async () => {
+    upstream = new Upstream();
+    const a = await runtime(() => [200, "{}"]);
+    const answer = await upstream.forward({
+      model: model([a.url]),
+      body,
+      headers,
+      preferredEndpoint: "http://127.0.0.1:1",
+    });
+    expect(answer.endpoint).toBe(a.url);
+  });
+
   it("retries another endpoint when the connection is refused: the request never reached a runtime", async () => {
     upstream = new Upstream();
     const good = await runtime((_req, received) => [200, received]);
