@@ -196,6 +196,7 @@ export async function createGatewayComponents(
     limiter: shared.limiter,
     rateLimits,
     meter: new Meter({ registry: metrics.registry, outbox: usageOutbox }),
+    usageStore: () => store.db(),
     pay,
     metrics,
     logger,
