@@ -5,10 +5,10 @@ import { KeyStore } from "./auth/key-store.js";
 import { parseKeysFile } from "./auth/keys-file.js";
 import type { GatewayDeps, PaymentDeps } from "./app.js";
 import { readSecretFile, readSigningSecrets, type GatewayConfig } from "./config.js";
-import { createHttpSinkSender, SinkError } from "./metering/http-sink.js";
+import { createHttpSinkSender, isRetryableSinkError } from "./metering/http-sink.js";
 import { Meter } from "./metering/meter.js";
 import { ledgerEntryOfSettlement, ledgerEntryOfUsage } from "./metering/to-ledger.js";
-import { parseUsageRecord, toWireUsage, type UsageRecord } from "./metering/usage-record.js";
+import { parseUsageRecord, type UsageRecord } from "./metering/usage-record.js";
 import {
   createGatewayMetrics,
   observeRegistry,
@@ -30,6 +30,7 @@ import { createSharedState } from "./shared-state/shared-state.js";
 import { createLedgerSender, isRetryableLedgerError } from "./store/ledger-sink.js";
 import { StoreOpener } from "./store/store-opener.js";
 import { Upstream } from "./upstream/forward.js";
+import { LedgerExporter } from "./usage/ledger-exporter.js";
 
 /**
  * Builds every component the gateway needs from its configuration, and
@@ -83,42 +84,46 @@ export async function createGatewayComponents(
   });
 
   // The usage journal is the ledger's write-ahead buffer: each batch goes to
-  // the ledger, then to the HTTP sink when one is set. Both dedupe on the
-  // response id, so a batch retried because either failed counts once.
-  const exportUsage = config.usageSinkUrl
-    ? createHttpSinkSender({
-        url: config.usageSinkUrl,
-        toWire: toWireUsage,
-        ...(config.usageSinkTokenFile ? { token: readSecretFile(config.usageSinkTokenFile) } : {}),
-      })
-    : undefined;
+  // the ledger, which dedupes on the response id. The HTTP sink, when set,
+  // is fed from the ledger by one exporter across every replica.
   const usageOutbox = new DurableOutbox<UsageRecord>({
     dir: join(config.stateDir, "usage"),
     name: "usage",
     journalSync: config.journalSync,
-    sendBatch: async (items, options) => {
-      await toLedger(
+    sendBatch: (items, options) =>
+      toLedger(
         items.map((item) => ({ key: item.key, record: ledgerEntryOfUsage(item.record) })),
         options,
-      );
-      await exportUsage?.(items, options);
-    },
+      ),
     // Records that arrive one by one share a batch when they are at most
     // USAGE_LINGER_MS apart: billing needs every record, not each at once.
     maxBatch: USAGE_BATCH_MAX,
     lingerMs: USAGE_LINGER_MS,
-    isRetryable: (error) =>
-      error instanceof SinkError ? error.retryable : isRetryableLedgerError(error),
+    isRetryable: isRetryableLedgerError,
     retry: NEVER_GIVE_UP,
     parse: parseUsageRecord,
     metrics: outboxMetrics(metrics.registry, "usage"),
     logger,
   });
   await usageOutbox.start();
-  if (!config.usageSinkUrl) {
+  closers.push(() => usageOutbox.close());
+  if (config.usageSinkUrl) {
+    const exporter = new LedgerExporter({
+      db: () => store.db(),
+      ...(config.databaseUrl ? { lockUrl: config.databaseUrl } : {}),
+      send: createHttpSinkSender({
+        url: config.usageSinkUrl,
+        ...(config.usageSinkTokenFile ? { token: readSecretFile(config.usageSinkTokenFile) } : {}),
+      }),
+      isRetryable: isRetryableSinkError,
+      retry: NEVER_GIVE_UP,
+      logger,
+    });
+    exporter.start();
+    closers.push(() => exporter.close());
+  } else {
     logger.info("no usage sink (--usage-sink-url): usage goes to the ledger only");
   }
-  closers.push(() => usageOutbox.close());
 
   const rateLimits: RateLimits = {
     requestsPerMinute: config.rateLimitPerMinute,
