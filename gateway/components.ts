@@ -28,6 +28,7 @@ import type { RateLimits } from "./rate-limit/limits.js";
 import { ModelRegistry } from "./registry/registry.js";
 import { createSharedState } from "./shared-state/shared-state.js";
 import { createLedgerSender, isRetryableLedgerError } from "./store/ledger-sink.js";
+import { withDatabaseTls } from "./store/database-url.js";
 import { StoreOpener } from "./store/store-opener.js";
 import { Upstream } from "./upstream/forward.js";
 import { LedgerExporter } from "./usage/ledger-exporter.js";
@@ -68,8 +69,14 @@ export async function createGatewayComponents(
   // The ledger: PostgreSQL when a URL is given, else PGlite in the state
   // folder. Opened in the background: the gateway serves while the database
   // is down, and usage waits in the journals until it is back.
+  const databaseUrl = config.databaseUrl
+    ? withDatabaseTls(config.databaseUrl, {
+        sslMode: config.databaseSslMode,
+        caFile: config.databaseCaFile,
+      })
+    : undefined;
   const store = new StoreOpener(
-    config.databaseUrl ? { url: config.databaseUrl } : { dataDir: join(config.stateDir, "db") },
+    databaseUrl ? { url: databaseUrl } : { dataDir: join(config.stateDir, "db") },
     { logger },
   );
   store.start();
@@ -110,7 +117,7 @@ export async function createGatewayComponents(
   if (config.usageSinkUrl) {
     const exporter = new LedgerExporter({
       db: () => store.db(),
-      ...(config.databaseUrl ? { lockUrl: config.databaseUrl } : {}),
+      ...(databaseUrl ? { lockUrl: databaseUrl } : {}),
       send: createHttpSinkSender({
         url: config.usageSinkUrl,
         ...(config.usageSinkTokenFile ? { token: readSecretFile(config.usageSinkTokenFile) } : {}),
