@@ -178,6 +178,15 @@ describe.each(engines)("usage endpoints on $name", (engine) => {
     );
     expect(hourly.status).toBe(400);
     expect((await usage(null)).status).toBe(401);
+    // A method with a body (QUERY) and no Content-Type: refused, not a 500.
+    const query = await fetch(`${p.url}/v1/organization/costs?start_time=${start}`, {
+      method: "QUERY",
+      headers: { "x-api-key": p.keys.acme.key },
+    });
+    expect(query.status).toBe(400);
+    expect(((await query.json()) as { error: { code: string } }).error.code).toBe(
+      "unsupported_content_type",
+    );
   });
 
   it("pages by limit with next_page", async () => {
