@@ -11,6 +11,7 @@ import { ledgerEntryOfSettlement, ledgerEntryOfUsage } from "./metering/to-ledge
 import { parseUsageRecord, type UsageRecord } from "./metering/usage-record.js";
 import {
   createGatewayMetrics,
+  observeExporter,
   observeRegistry,
   observeStore,
   observeUsedSignatures,
@@ -125,7 +126,12 @@ export async function createGatewayComponents(
       isRetryable: isRetryableSinkError,
       retry: NEVER_GIVE_UP,
       logger,
+      hooks: {
+        onExported: (rows) => counted.onExported(rows),
+        onRefused: () => counted.onRefused(),
+      },
     });
+    const counted = observeExporter(metrics, exporter);
     exporter.start();
     closers.push(() => exporter.close());
   } else {

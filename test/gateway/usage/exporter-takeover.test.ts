@@ -55,6 +55,7 @@ afterAll(async () => {
 interface Gateway {
   name: string;
   url: string;
+  opsUrl: string;
   process: ServiceProcess;
 }
 
@@ -77,11 +78,21 @@ async function startGateway(name: string, databaseUrl: string): Promise<Gateway>
     env: { MODELGATE_DATABASE_URL: databaseUrl },
     readyUrl: `http://127.0.0.1:${metricsPort}/readyz`,
   });
-  return { name, url: `http://127.0.0.1:${port}`, process };
+  return {
+    name,
+    url: `http://127.0.0.1:${port}`,
+    opsUrl: `http://127.0.0.1:${metricsPort}`,
+    process,
+  };
 }
 
 const isExporting = (gateway: Gateway) =>
   gateway.process.logs.some((line) => line.includes("usage exporter: this replica exports"));
+
+async function metric(gateway: Gateway, name: string): Promise<number> {
+  const text = await (await fetch(`${gateway.opsUrl}/metrics`)).text();
+  return Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1]);
+}
 
 async function until(what: string, done: () => boolean | Promise<boolean>, ms = 30_000) {
   const deadline = Date.now() + ms;
@@ -156,6 +167,9 @@ describe("the usage exporter across gateway processes", () => {
         await db.destroy();
       }
       expect(isExporting(again)).toBe(false);
+      expect(await metric(again, "modelgate_usage_exporter_leading")).toBe(0);
+      expect(await metric(other, "modelgate_usage_exporter_leading")).toBe(1);
+      expect(await metric(other, "modelgate_usage_exported_records_total")).toBeGreaterThan(0);
     } finally {
       await Promise.all([again.process.stop(), other.process.stop()]);
     }
