@@ -108,7 +108,10 @@ const EXPORTED_ROUTE = "/v1/responses";
 
 export class LedgerExporter {
   private readonly options: LedgerExporterOptions;
+  /** The lock's connection, kept open between tries: a replica that waits does not reconnect every poll. */
   private lock: pg.Client | null = null;
+  /** Whether `lock`'s session holds the advisory lock. */
+  private held = false;
   private closed = false;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
@@ -160,37 +163,46 @@ export class LedgerExporter {
       this.setLeading(true);
       return true;
     }
-    if (this.lock) return true;
-    const client = new pg.Client({
-      connectionString: this.options.lockUrl,
-      connectionTimeoutMillis: 10_000,
-    });
+    if (this.lock && this.held) return true;
+    const client = this.lock ?? (await this.connectLock(this.options.lockUrl));
+    try {
+      const { rows } = await client.query<{ held: boolean }>(
+        "SELECT pg_try_advisory_lock($1) AS held",
+        [EXPORT_LOCK_KEY.toString()],
+      );
+      if (!rows[0]?.held || this.lock !== client) return false;
+    } catch (error) {
+      this.dropLock(client);
+      throw error;
+    }
+    this.held = true;
+    this.setLeading(true);
+    return true;
+  }
+
+  private async connectLock(url: string): Promise<pg.Client> {
+    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
     // The session's end (the server gone, the backend terminated) releases
     // the lock on the server: this replica stops leading with it.
     client.on("error", () => this.dropLock(client));
     client.on("end", () => this.dropLock(client));
     await client.connect();
-    const { rows } = await client.query<{ held: boolean }>(
-      "SELECT pg_try_advisory_lock($1) AS held",
-      [EXPORT_LOCK_KEY.toString()],
-    );
-    if (!rows[0]?.held) {
+    if (this.closed) {
       await client.end().catch(() => undefined);
-      return false;
+      throw new Error("exporter closed");
     }
     this.lock = client;
-    this.setLeading(true);
-    return true;
+    return client;
   }
 
   /** Before each batch: the lock's session must still be alive, or another replica may lead. */
   private async stillHeld(): Promise<boolean> {
     if (this.options.lockUrl === undefined) return true;
     const client = this.lock;
-    if (!client) return false;
+    if (!client || !this.held) return false;
     try {
       await client.query("SELECT 1");
-      return this.lock === client;
+      return this.lock === client && this.held;
     } catch {
       this.dropLock(client);
       return false;
@@ -200,6 +212,7 @@ export class LedgerExporter {
   private dropLock(client: pg.Client): void {
     if (this.lock !== client) return;
     this.lock = null;
+    this.held = false;
     client.end().catch(() => undefined);
     this.setLeading(false);
   }
@@ -280,6 +293,7 @@ export class LedgerExporter {
     await this.running?.catch(() => undefined);
     const client = this.lock;
     this.lock = null;
+    this.held = false;
     await client?.end().catch(() => undefined);
     this.leading = false;
   }
