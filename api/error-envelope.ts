@@ -41,15 +41,20 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** The body of a coded error: the failed envelope (echoing the request) or the ErrorEnvelope. */
+/**
+ * The body of a coded error: the failed envelope (echoing the request) or the
+ * ErrorEnvelope. `envelopeOnly`: a route that creates no response (a usage
+ * read) answers every error with the ErrorEnvelope.
+ */
 export function errorBody(
   detail: ErrorDetail,
   statusCode: number,
   requestBody: unknown,
   createdAtSeconds: number,
   responseId?: string,
+  envelopeOnly = false,
 ): unknown {
-  if (!FAILED_ENVELOPE_STATUSES.has(statusCode)) return { error: detail };
+  if (envelopeOnly || !FAILED_ENVELOPE_STATUSES.has(statusCode)) return { error: detail };
   return failedResponse(
     isRecord(requestBody) ? requestBody : {},
     detail,
@@ -64,10 +69,18 @@ export function sendError(
   request: FastifyRequest,
   reply: FastifyReply,
   now: () => number,
+  envelopeOnly = false,
 ): FastifyReply {
   const bodies: ErrorBodies = {
     coded: (detail, statusCode, req) =>
-      errorBody(detail, statusCode, req.body, Math.floor(now() / 1000), req.responseId),
+      errorBody(
+        detail,
+        statusCode,
+        req.body,
+        Math.floor(now() / 1000),
+        req.responseId,
+        envelopeOnly,
+      ),
     internal: INTERNAL_ERROR_BODY,
   };
   return replyWithError(error, request, reply, bodies);

@@ -118,6 +118,11 @@ program
     "--database-url <url>",
     "PostgreSQL for the usage ledger (default: embedded PGlite in the state folder); prefer MODELGATE_DATABASE_URL, a flag is visible in ps",
   )
+  .option(
+    "--database-ssl-mode <mode>",
+    "TLS to PostgreSQL: disable, require, verify-ca or verify-full (default: as the URL says)",
+  )
+  .option("--database-ca-file <pem>", "CA certificates to trust for PostgreSQL over TLS")
   .option("--usage-sink-url <url>", "where usage records are exported")
   .option("--usage-sink-token-file <file>", "bearer token for the usage sink")
   .option("--pay-provider-url <url>", "the payment provider's base URL")

@@ -1,4 +1,5 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import type { Kysely } from "kysely";
 import { sendError } from "../api/error-envelope.js";
 import { HttpErrors } from "../lib/http/http-errors.js";
 import { acceptJsonBodiesOnly } from "../lib/http/json-body.js";
@@ -26,7 +27,8 @@ import { slowClientHooks, slowClientOptions } from "./plugins/slow-clients.js";
 import type { RateLimits } from "./rate-limit/limits.js";
 import type { Limiter } from "./rate-limit/limiter.js";
 import type { ModelRegistry } from "./registry/registry.js";
-import { PLAIN_ROUTE } from "./routes/route-config.js";
+import type { Database } from "./store/database.js";
+import { PLAIN_ROUTE, routeConfigOf } from "./routes/route-config.js";
 import { ROUTES, answerOtherMethods, registerRoutes, servedMethods } from "./routes/route-table.js";
 import type { Upstream } from "./upstream/forward.js";
 
@@ -50,6 +52,8 @@ export interface GatewayDeps {
   /** Limits of callers without their own: every buying agent, keys without `rateLimit`. */
   rateLimits: RateLimits;
   meter: Meter;
+  /** The usage ledger, for the usage endpoints; rejects while the database cannot be reached. */
+  usageStore: () => Promise<Kysely<Database>>;
   pay: PaymentDeps | null;
   metrics: GatewayMetrics;
   logger: FastifyBaseLogger;
@@ -90,7 +94,9 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
     ...slowClientOptions(deps.requestTimeoutSeconds ?? DEFAULT_REQUEST_TIMEOUT_SECONDS),
   });
   acceptJsonBodiesOnly(app);
-  app.setErrorHandler((error, request, reply) => sendError(error, request, reply, deps.now));
+  app.setErrorHandler((error, request, reply) =>
+    sendError(error, request, reply, deps.now, routeConfigOf(request).errorBody === "envelope"),
+  );
   app.setNotFoundHandler((request) => {
     throw HttpErrors.notFound(request.method, request.url);
   });

@@ -5,12 +5,13 @@ import { KeyStore } from "./auth/key-store.js";
 import { parseKeysFile } from "./auth/keys-file.js";
 import type { GatewayDeps, PaymentDeps } from "./app.js";
 import { readSecretFile, readSigningSecrets, type GatewayConfig } from "./config.js";
-import { createHttpSinkSender, SinkError } from "./metering/http-sink.js";
+import { createHttpSinkSender, isRetryableSinkError } from "./metering/http-sink.js";
 import { Meter } from "./metering/meter.js";
 import { ledgerEntryOfSettlement, ledgerEntryOfUsage } from "./metering/to-ledger.js";
-import { parseUsageRecord, toWireUsage, type UsageRecord } from "./metering/usage-record.js";
+import { parseUsageRecord, type UsageRecord } from "./metering/usage-record.js";
 import {
   createGatewayMetrics,
+  observeExporter,
   observeRegistry,
   observeStore,
   observeUsedSignatures,
@@ -27,9 +28,11 @@ import {
 import type { RateLimits } from "./rate-limit/limits.js";
 import { ModelRegistry } from "./registry/registry.js";
 import { createSharedState } from "./shared-state/shared-state.js";
+import { withDatabaseTls } from "./store/database-url.js";
 import { createLedgerSender, isRetryableLedgerError, ledgerThenEach } from "./store/ledger-sink.js";
 import { StoreOpener } from "./store/store-opener.js";
 import { Upstream } from "./upstream/forward.js";
+import { LedgerExporter } from "./usage/ledger-exporter.js";
 
 /**
  * Builds every component the gateway needs from its configuration, and
@@ -81,8 +84,14 @@ export async function createGatewayComponents(
   // The ledger: PostgreSQL when a URL is given, else PGlite in the state
   // folder. Opened in the background: the gateway serves while the database
   // is down, and usage waits in the journals until it is back.
+  const databaseUrl = config.databaseUrl
+    ? withDatabaseTls(config.databaseUrl, {
+        sslMode: config.databaseSslMode,
+        caFile: config.databaseCaFile,
+      })
+    : undefined;
   const store = new StoreOpener(
-    config.databaseUrl ? { url: config.databaseUrl } : { dataDir: join(config.stateDir, "db") },
+    databaseUrl ? { url: databaseUrl } : { dataDir: join(config.stateDir, "db") },
     { logger },
   );
   store.start();
@@ -97,42 +106,51 @@ export async function createGatewayComponents(
   });
 
   // The usage journal is the ledger's write-ahead buffer: each batch goes to
-  // the ledger, then to the HTTP sink when one is set. Both dedupe on the
-  // response id, so a batch retried because either failed counts once.
-  const exportUsage = config.usageSinkUrl
-    ? createHttpSinkSender({
-        url: config.usageSinkUrl,
-        toWire: toWireUsage,
-        ...(config.usageSinkTokenFile ? { token: readSecretFile(config.usageSinkTokenFile) } : {}),
-      })
-    : undefined;
+  // the ledger, which dedupes on the response id. The HTTP sink, when set,
+  // is fed from the ledger by one exporter across every replica.
   const usageOutbox = new DurableOutbox<UsageRecord>({
     dir: join(config.stateDir, "usage"),
     name: "usage",
     journalSync: config.journalSync,
-    sendBatch: async (items, options) => {
-      await toLedger(
+    sendBatch: (items, options) =>
+      toLedger(
         items.map((item) => ({ key: item.key, record: ledgerEntryOfUsage(item.record) })),
         options,
-      );
-      await exportUsage?.(items, options);
-    },
+      ),
     // Records that arrive one by one share a batch when they are at most
     // USAGE_LINGER_MS apart: billing needs every record, not each at once.
     maxBatch: USAGE_BATCH_MAX,
     lingerMs: USAGE_LINGER_MS,
-    isRetryable: (error) =>
-      error instanceof SinkError ? error.retryable : isRetryableLedgerError(error),
+    isRetryable: isRetryableLedgerError,
     retry: NEVER_GIVE_UP,
     parse: parseUsageRecord,
     metrics: outboxMetrics(metrics.registry, "usage"),
     logger,
   });
   await usageOutbox.start();
-  if (!config.usageSinkUrl) {
+  closers.push(() => usageOutbox.close());
+  if (config.usageSinkUrl) {
+    const exporter = new LedgerExporter({
+      db: () => store.db(),
+      ...(databaseUrl ? { lockUrl: databaseUrl } : {}),
+      send: createHttpSinkSender({
+        url: config.usageSinkUrl,
+        ...(config.usageSinkTokenFile ? { token: readSecretFile(config.usageSinkTokenFile) } : {}),
+      }),
+      isRetryable: isRetryableSinkError,
+      retry: NEVER_GIVE_UP,
+      logger,
+      hooks: {
+        onExported: (rows) => counted.onExported(rows),
+        onRefused: () => counted.onRefused(),
+      },
+    });
+    const counted = observeExporter(metrics, exporter);
+    exporter.start();
+    closers.push(() => exporter.close());
+  } else {
     logger.info("no usage sink (--usage-sink-url): usage goes to the ledger only");
   }
-  closers.push(() => usageOutbox.close());
   const drains: Array<() => Promise<void>> = [() => usageOutbox.whenIdle()];
 
   const rateLimits: RateLimits = {
@@ -209,6 +227,7 @@ export async function createGatewayComponents(
     limiter: shared.limiter,
     rateLimits,
     meter: new Meter({ registry: metrics.registry, outbox: usageOutbox }),
+    usageStore: () => store.db(),
     pay,
     metrics,
     logger,

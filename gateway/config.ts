@@ -65,6 +65,13 @@ export const gatewayConfigSchema = z.object({
     .string()
     .regex(/^postgres(ql)?:\/\/[^\s]+$/, "must be a postgres:// or postgresql:// URL")
     .optional(),
+  /**
+   * TLS to the PostgreSQL server, set on the URL as libpq's `sslmode` and
+   * `sslrootcert` (which the driver reads): the chart takes the URL from one
+   * Secret (CloudNativePG's app Secret) and the CA from another.
+   */
+  databaseSslMode: z.enum(["disable", "require", "verify-ca", "verify-full"]).optional(),
+  databaseCaFile: z.string().min(1).optional(),
   usageSinkUrl: z.url().optional(),
   usageSinkTokenFile: z.string().min(1).optional(),
   payProviderUrl: z.url().optional(),

@@ -26,6 +26,22 @@ export const GatewayErrors = {
     () => "This API key may not use the project in x-project-id.",
     () => ({ param: "x-project-id" }),
   ),
+  /** A usage query parameter that is unknown, malformed or out of range; `param` names it. */
+  invalidQuery: defineError(
+    "invalid_query",
+    400,
+    "invalid_request_error",
+    (message: string, _param: string) => message,
+    (_message, param) => ({ param }),
+  ),
+  /** A member key asked for what only an admin key may read (another account's usage). */
+  adminOnly: defineError(
+    "admin_key_required",
+    403,
+    "permission_error",
+    (param: string) => `Only an admin API key may use '${param}'.`,
+    (param) => ({ param }),
+  ),
   requestTimeout: defineError(
     "request_timeout",
     408,
@@ -57,5 +73,13 @@ export const GatewayErrors = {
     "server_error",
     (model: string) => `Model '${model}' has no ready runtime yet; retry shortly.`,
     () => ({ retryAfterSeconds: 1 }),
+  ),
+  /** The usage ledger's database cannot be reached (usage is still recorded: it waits in the journal). */
+  usageUnavailable: defineError(
+    "usage_unavailable",
+    503,
+    "server_error",
+    () => "Usage cannot be read right now; retry shortly.",
+    () => ({ retryAfterSeconds: 5 }),
   ),
 } as const;

@@ -117,6 +117,40 @@ export function observeStore(
 }
 
 /**
+ * The usage exporter (gateway/usage/ledger-exporter.ts): whether this
+ * replica is the one exporting, and the rows it sent or passed over. The
+ * returned hooks are the exporter's.
+ */
+export function observeExporter(
+  metrics: GatewayMetrics,
+  exporter: { readonly leading: boolean },
+): { onExported(rows: readonly unknown[]): void; onRefused(): void } {
+  const registers = [metrics.registry];
+  new Gauge({
+    name: "modelgate_usage_exporter_leading",
+    help: "1 on the replica that holds the export lock and sends the ledger to the usage sink, else 0",
+    registers,
+    collect() {
+      this.set(exporter.leading ? 1 : 0);
+    },
+  });
+  const exported = new Counter({
+    name: "modelgate_usage_exported_records_total",
+    help: "Ledger rows this replica sent to the usage sink and the sink accepted",
+    registers,
+  });
+  const refused = new Counter({
+    name: "modelgate_usage_export_refused_records_total",
+    help: "Ledger rows the usage sink refused for good, logged and passed over",
+    registers,
+  });
+  return {
+    onExported: (rows) => exported.inc(rows.length),
+    onRefused: () => refused.inc(),
+  };
+}
+
+/**
  * Gauges of what the registry can route, read from it at scrape time so
  * they are never stale and cost nothing between scrapes.
  */

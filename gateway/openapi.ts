@@ -104,6 +104,28 @@ function sseFrameSchema(event: z.ZodType): JsonObject {
   };
 }
 
+/**
+ * Query parameters from the zod object that validates them: a list is
+ * `name=a&name=b` (form, exploded), as OpenAPI's default says and the
+ * handler reads.
+ */
+function queryParameters(query: z.ZodObject): JsonObject[] {
+  const schema = schemaOf(query, "input");
+  const properties = schema.properties as Record<string, JsonObject>;
+  const required = new Set((schema.required as string[] | undefined) ?? []);
+  return Object.entries(properties).map(([name, property]) => {
+    const { description, ...rest } = property;
+    return {
+      in: "query",
+      name,
+      required: required.has(name),
+      ...(description ? { description } : {}),
+      schema: rest,
+      ...(rest.type === "array" ? { style: "form", explode: true } : {}),
+    };
+  });
+}
+
 function operation(route: RouteSpec, registry: ModelRegistry): JsonObject {
   const responses: JsonObject = {};
   for (const [status, response] of Object.entries(route.responses)) {
@@ -135,15 +157,18 @@ function operation(route: RouteSpec, registry: ModelRegistry): JsonObject {
     summary: route.summary,
     description: route.description,
     ...(auth !== "none" ? { security: [{ [SECURITY_SCHEME[auth]]: [] }] } : {}),
-    parameters: route.requestHeaders
-      .filter((h) => h.name !== credential)
-      .map((h) => ({
-        in: "header",
-        name: h.name,
-        required: h.required,
-        description: h.description,
-        schema: { type: "string" },
-      })),
+    parameters: [
+      ...route.requestHeaders
+        .filter((h) => h.name !== credential)
+        .map((h) => ({
+          in: "header",
+          name: h.name,
+          required: h.required,
+          description: h.description,
+          schema: { type: "string" },
+        })),
+      ...(route.query ? queryParameters(route.query) : []),
+    ],
     ...(modelRoute
       ? {
           requestBody: {

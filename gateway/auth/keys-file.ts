@@ -37,6 +37,11 @@ export const KeyEntrySchema = z
     /** Projects this key may name in x-project-id; default: all its account's. */
     projects: z.array(Id).optional(),
     revoked: z.boolean().optional(),
+    /**
+     * `admin`: the key also reads every account's usage (the usage and cost
+     * endpoints); default `member`, its own account's only.
+     */
+    role: z.enum(["member", "admin"]).optional(),
     rateLimit: RateLimitsSchema.optional(),
     description: z.string().optional(),
     created: z.string().optional(),
@@ -58,6 +63,8 @@ export interface AuthenticatedKey {
   readonly id: string;
   readonly account: string;
   readonly projects: readonly string[];
+  /** Reads every account's usage, not only its own. */
+  readonly admin: boolean;
   readonly rateLimit?: RateLimits;
   /** The account's per-project limits, by project id. */
   readonly projectRateLimits?: ReadonlyMap<string, RateLimits>;
@@ -154,6 +161,7 @@ export function compileKeysFile(file: KeysFile, source = "keys file"): KeySnapsh
       id: entry.id,
       account: entry.account,
       projects: Object.freeze([...(entry.projects ?? allowed)]),
+      admin: entry.role === "admin",
       ...(entry.rateLimit ? { rateLimit: Object.freeze({ ...entry.rateLimit }) } : {}),
       ...(projectLimits.has(entry.account)
         ? { projectRateLimits: projectLimits.get(entry.account)! }

@@ -31,6 +31,7 @@ export function authenticateApiKey(keys: KeyStore): onRequestHookHandler {
       keyId: key.id,
       account: key.account,
       project,
+      admin: key.admin,
       rateLimit: key.rateLimit,
       projectRateLimit: project === null ? undefined : key.projectRateLimits?.get(project),
     };

@@ -165,11 +165,16 @@ export function limitApiKeys(parts: RateLimitParts): onRequestAsyncHookHandler {
   };
 }
 
-/** `preHandler`, after admission: the token reservations of the key and its project. */
+/**
+ * `preHandler`, after admission: the token reservations of the key and its
+ * project. A route that serves no model (a usage read) uses no tokens.
+ */
 export function reserveApiKeyTokens(parts: RateLimitParts): preHandlerAsyncHookHandler {
   return async (request, reply) => {
     const caller = request.caller;
-    if (routeConfigOf(request).rateLimit !== "api-key" || caller?.kind !== "api-key") return;
+    const config = routeConfigOf(request);
+    if (config.rateLimit !== "api-key" || config.modelRoute === null || caller?.kind !== "api-key")
+      return;
     const buckets = apiKeyBuckets(caller, parts, mostTokensOf(request));
     await decide(request, reply, parts, buckets);
   };

@@ -15,6 +15,8 @@ export interface ApiKeyCaller {
   readonly account: string;
   /** The `x-project-id` the request is scoped to; null when it named none. */
   readonly project: string | null;
+  /** An admin key (keys file `role: admin`): reads every account's usage. */
+  readonly admin: boolean;
   /** The key's own rate limit, when the keys file sets one. */
   readonly rateLimit: RateLimits | undefined;
   /** The limit of the project the request is scoped to, when the account sets one. */

@@ -24,6 +24,12 @@ export interface GatewayRouteConfig {
   modelRoute: RouteName | null;
   /** The `route` label of the request metrics; null: not counted. */
   metricsName: string | null;
+  /**
+   * `envelope`: every error is the ErrorEnvelope, 400 included (a route that
+   * creates no response has no failed response to answer with). Default: the
+   * spec's failed Responses envelope for 400, 413 and 420.
+   */
+  errorBody?: "envelope";
 }
 
 declare module "fastify" {

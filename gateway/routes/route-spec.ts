@@ -1,4 +1,4 @@
-import type { ZodType } from "zod";
+import type { ZodObject, ZodType } from "zod";
 import type { GatewayRouteConfig } from "./route-config.js";
 
 /**
@@ -28,6 +28,10 @@ export interface RouteSpec {
   summary: string;
   description: string;
   config: GatewayRouteConfig;
+  /** Which handler serves it; default the model routes' (forward to a runtime). */
+  handler?: "completionsUsage" | "costs";
+  /** The query parameters, as typed values (api/usage.ts brings the query string to them). */
+  query?: ZodObject;
   requestHeaders: HeaderSpec[];
   responses: Record<number, ResponseSpec>;
 }

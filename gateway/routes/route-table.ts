@@ -7,11 +7,18 @@ import { payResponsesRoute } from "./pay-responses.route.js";
 import { PLAIN_ROUTE } from "./route-config.js";
 import type { RouteSpec } from "./route-spec.js";
 import { responsesRoute } from "./responses.route.js";
+import { usageHandlers, type UsageDeps } from "./usage.handler.js";
+import { completionsUsageRoute, costsRoute } from "./usage.route.js";
 
 /** Every route of the API, in the order the OpenAPI document lists them. */
-export const ROUTES: readonly RouteSpec[] = [responsesRoute, payResponsesRoute];
+export const ROUTES: readonly RouteSpec[] = [
+  responsesRoute,
+  payResponsesRoute,
+  completionsUsageRoute,
+  costsRoute,
+];
 
-export interface RouteTableDeps extends InferenceDeps {
+export interface RouteTableDeps extends InferenceDeps, UsageDeps {
   registry: ModelRegistry;
 }
 
@@ -21,7 +28,8 @@ export interface RouteTableDeps extends InferenceDeps {
  * by the route (`RequestBodySchema`).
  */
 export function registerRoutes(scope: FastifyInstance, deps: RouteTableDeps): void {
-  const handler = inferenceHandler(deps);
+  const inference = inferenceHandler(deps);
+  const usage = usageHandlers(deps);
   for (const spec of ROUTES) {
     const { modelRoute } = spec.config;
     scope.route({
@@ -29,7 +37,7 @@ export function registerRoutes(scope: FastifyInstance, deps: RouteTableDeps): vo
       url: spec.path,
       config: { gateway: spec.config },
       ...(modelRoute ? { schema: { body: new RequestBodySchema(deps.registry, modelRoute) } } : {}),
-      handler,
+      handler: spec.handler ? (request) => usage[spec.handler!](request) : inference,
     });
   }
 }

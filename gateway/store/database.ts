@@ -8,6 +8,7 @@ import type { ColumnType, Generated } from "kysely";
  */
 export interface Database {
   usage_ledger: UsageLedgerTable;
+  usage_export_cursor: UsageExportCursorTable;
 }
 
 /** The routes a ledger row can come from. */
@@ -39,4 +40,16 @@ export interface UsageLedgerTable {
   answered_at: ColumnType<Date, Date | string, never>;
   /** When the row reached the ledger. */
   recorded_at: Generated<Date>;
+  /** The transaction that wrote the row (`xid8`, read as a decimal string): the export order. */
+  txid: Generated<string>;
+  /** Orders the rows of one transaction. */
+  seq: Generated<number>;
+}
+
+/** Where an exporter of the ledger is: every row at or before `(txid, seq)` is delivered. */
+export interface UsageExportCursorTable {
+  name: string;
+  txid: string;
+  seq: number;
+  updated_at: Generated<Date>;
 }

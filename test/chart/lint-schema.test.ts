@@ -136,7 +136,7 @@ describe("cross-field checks", () => {
   it.each([
     [
       "persistence with two replicas",
-      { "gateway.persistence.enabled": true },
+      { "gateway.persistence.enabled": true, "gateway.replicaCount": 2 },
       "gateway.persistence.enabled needs gateway.replicaCount: 1",
     ],
     [
@@ -158,6 +158,26 @@ describe("cross-field checks", () => {
       "two operators without leader election",
       { "operator.replicaCount": 2, "operator.leaderElection.enabled": false },
       "operator.replicaCount above 1 needs operator.leaderElection.enabled",
+    ],
+    [
+      "two gateway replicas without a database and Valkey",
+      { "gateway.replicaCount": 2 },
+      "gateway.replicaCount above 1, or gateway.autoscaling.enabled, needs both gateway.database.existingSecret",
+    ],
+    [
+      "two gateway replicas with Valkey only",
+      { "gateway.replicaCount": 2, "gateway.valkey.existingSecret": "acme-valkey" },
+      "needs both gateway.database.existingSecret (PostgreSQL, such as a CloudNativePG cluster) and gateway.valkey.existingSecret",
+    ],
+    [
+      "a gateway autoscaler with a database only",
+      { "gateway.autoscaling.enabled": true, "gateway.database.existingSecret": "acme-pg-app" },
+      "gateway.replicaCount above 1, or gateway.autoscaling.enabled, needs both",
+    ],
+    [
+      "a database CA without a database",
+      { "gateway.database.caSecret": "acme-pg-ca" },
+      "gateway.database.caSecret is set but gateway.database.existingSecret is empty",
     ],
     [
       "an autoscaler with min above max",

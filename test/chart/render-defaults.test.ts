@@ -195,7 +195,9 @@ describe("the chart with default values", () => {
       secret: { secretName: "mg-modelgate-gateway-keys", defaultMode: 0o440 },
     });
     expect(volumes).toContainEqual({ name: "state", emptyDir: { sizeLimit: "1Gi" } });
-    expect(deployment.spec?.replicas).toBe(2);
+    // One replica: the embedded ledger and in-process limits belong to one process.
+    expect(deployment.spec?.replicas).toBe(1);
+    expect(c.env).toBeUndefined();
     expect(deployment.spec?.strategy?.rollingUpdate?.maxUnavailable).toBe(0);
 
     const secret = one<V1Secret>(objects, "Secret", "gateway-keys");

@@ -147,7 +147,13 @@ describe("chart value sets", () => {
       ]),
     );
     expect(argsOf(gateway).some((a) => a.startsWith("--valkey-ca-file"))).toBe(false);
+    // The ledger in PostgreSQL, its URL (with the password) from CloudNativePG's app Secret.
+    expect(argsOf(gateway).some((a) => a.startsWith("--database"))).toBe(false);
     expect(container(gateway).env).toEqual([
+      {
+        name: "MODELGATE_DATABASE_URL",
+        valueFrom: { secretKeyRef: { name: "acme-pg-app", key: "uri" } },
+      },
       {
         name: "MODELGATE_VALKEY_URL",
         valueFrom: { secretKeyRef: { name: "acme-valkey", key: "url" } },
@@ -175,10 +181,17 @@ describe("chart value sets", () => {
         "--replicas=4",
         "--valkey-password-file=/etc/modelgate/valkey/valkey-password",
         "--valkey-ca-file=/etc/modelgate/valkey/ca.pem",
+        "--database-ssl-mode=verify-full",
+        "--database-ca-file=/etc/modelgate/database-ca/ca.crt",
       ]),
     );
     expect(argsOf(gateway).some((a) => a.startsWith("--pay-provider-url"))).toBe(false);
+    expect(argsOf(gateway).some((a) => a.startsWith("--database-url"))).toBe(false);
     expect(container(gateway).env).toEqual([
+      {
+        name: "MODELGATE_DATABASE_URL",
+        valueFrom: { secretKeyRef: { name: "acme-pg-app", key: "uri" } },
+      },
       {
         name: "MODELGATE_VALKEY_URL",
         valueFrom: { secretKeyRef: { name: "acme-valkey", key: "valkey-url" } },
@@ -196,6 +209,7 @@ describe("chart value sets", () => {
       ["pay", "acme-modelgate-pay"],
       ["usage-sink", "acme-usage-sink"],
       ["valkey", "acme-valkey"],
+      ["database-ca", "acme-pg-ca"],
     ]);
     // Secrets the chart does not render cannot be hashed: no checksum annotation.
     expect(gateway.spec?.template.metadata?.annotations).toBeUndefined();

@@ -27,6 +27,8 @@ import {
   type TestCluster,
 } from "../support/cluster.js";
 import { startNodeAgent, type NodeAgent } from "../support/node-agent.js";
+import { startPostgresServer, type PostgresServer } from "../support/postgres-server.js";
+import { startRedisServer, type RedisServer } from "../support/redis-server.js";
 import {
   serviceAccountKubeconfig,
   startFromDeployment,
@@ -62,6 +64,10 @@ let provider: { url: string; child: ChildProcess } | undefined;
 let agent: NodeAgent | undefined;
 let operator: ChartProcess | undefined;
 let gateway: ChartProcess | undefined;
+/** The second gateway replica: the chart runs two, sharing PostgreSQL and Valkey. */
+let gateway2: ChartProcess | undefined;
+let postgres: PostgresServer | undefined;
+let valkey: RedisServer | undefined;
 /** Everything started, kept as promises so that afterAll stops what did start when beforeAll fails half-way. */
 const starting: Array<Promise<{ stop(): Promise<void> }>> = [];
 let installed = false;
@@ -156,14 +162,33 @@ beforeAll(async () => {
   });
   starting.push(startingAgent);
   provider = await startProvider();
+  // The stores a production install points the chart at (CloudNativePG's
+  // app Secret holds the URL under `uri`; a Valkey chart's under `url`),
+  // here real servers on loopback, named by Secrets in the release namespace.
+  [postgres, valkey] = await Promise.all([startPostgresServer(), startRedisServer()]);
+  const core = kc.makeApiClient(CoreV1Api);
+  const databaseUrl = await postgres.createDatabase();
+  await Promise.all([
+    core.createNamespacedSecret({
+      namespace: releaseNs,
+      body: { metadata: { name: "e2e-postgres-app" }, stringData: { uri: databaseUrl } },
+    }),
+    core.createNamespacedSecret({
+      namespace: releaseNs,
+      body: { metadata: { name: "e2e-valkey" }, stringData: { url: valkey.url } },
+    }),
+  ]);
 
   // What a user puts in their values: a keys entry from `modelgate keys
   // create` (hash only) with its account and project, the payment route with
-  // the provider's URL, credential and signing secret by kid, and one
-  // watched namespace.
+  // the provider's URL, credential and signing secret by kid, one watched
+  // namespace, and two gateway replicas on the shared stores.
   const values = {
     watchNamespace: modelNs,
     gateway: {
+      replicaCount: 2,
+      database: { existingSecret: "e2e-postgres-app" },
+      valkey: { existingSecret: "e2e-valkey" },
       apiKeys: {
         accounts: [{ id: "acme", projects: ["web", "batch"] }],
         keys: [{ id: key.id, hash: key.hash, account: "acme", projects: ["web"] }],
@@ -210,9 +235,10 @@ beforeAll(async () => {
     starting.push(started);
     return started;
   };
-  [operator, gateway, agent] = await Promise.all([
+  [operator, gateway, gateway2, agent] = await Promise.all([
     start(operatorDeploy, `${RELEASE}-operator-e2e`),
     start(gatewayDeploy, `${RELEASE}-gateway-e2e`),
+    start(gatewayDeploy, `${RELEASE}-gateway-e2e-2`),
     startingAgent,
   ]);
 
@@ -254,6 +280,7 @@ afterAll(async () => {
       }
     })(),
   ]);
+  await Promise.all([postgres?.stop(), valkey?.stop()]);
   if (installed) await helm(["uninstall", RELEASE, "--namespace", releaseNs]).catch(() => {});
   await Promise.all(namespaces.map((remove) => remove()));
   if (dir) await rm(dir, { recursive: true, force: true });
@@ -436,4 +463,44 @@ describe("the chart installed, its operator and gateway run as processes", () =>
     expect(pay).toMatch(/^HTTP\/1\.1 200 OK/);
     expect(pay).toMatch(/\npay-usage: slug="smollm2", input_tokens=\d+, output_tokens=\d+/);
   }, 30_000);
+
+  it("runs two gateway replicas on the shared PostgreSQL: each one's usage is read from the other", async () => {
+    // The URL came from the Secret as the variable, never as a flag.
+    for (const replica of [gateway!, gateway2!]) {
+      expect(replica.args.some((a) => a.startsWith("--database-url"))).toBe(false);
+      expect(replica.args).toContain("--replicas=2");
+    }
+    const start = Math.floor(Date.now() / 1000) - 3600;
+    const read = async (replica: ChartProcess) => {
+      const r = await fetch(
+        `${replica.url}/v1/organization/usage/completions?start_time=${start}&group_by=model`,
+        { headers: { "x-api-key": key.key } },
+      );
+      expect(r.status, await r.clone().text()).toBe(200);
+      return (await r.json()) as { totals: { num_model_requests: number; input_tokens: number } };
+    };
+    const before = await read(gateway!);
+    for (const replica of [gateway!, gateway2!]) {
+      const r = await fetch(`${replica.url}/v1/responses`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-api-key": key.key },
+        body: JSON.stringify({ model: NLI_MODEL, input: "a goal", categories: ["sports"] }),
+      });
+      expect(r.status).toBe(200);
+    }
+    // Both rows reach the one ledger (from each replica's journal, within
+    // about 100 ms); either replica reads both.
+    const after = await eventually(
+      async () => {
+        const page = await read(gateway2!);
+        if (page.totals.num_model_requests < before.totals.num_model_requests + 2)
+          throw new Error("not in the ledger yet");
+        return page;
+      },
+      10_000,
+      100,
+    );
+    expect(after.totals.num_model_requests).toBe(before.totals.num_model_requests + 2);
+    expect((await read(gateway!)).totals).toEqual(after.totals);
+  });
 });

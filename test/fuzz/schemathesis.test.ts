@@ -48,7 +48,7 @@ function schemathesis(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
   });
 }
 
-describe.runIf(installed)("Schemathesis over /openapi.json (both routes)", () => {
+describe.runIf(installed)("Schemathesis over /openapi.json (every route)", () => {
   let dev: DevRun;
   let env: NodeJS.ProcessEnv;
 
@@ -72,7 +72,14 @@ describe.runIf(installed)("Schemathesis over /openapi.json (both routes)", () =>
     dev?.kill();
   });
 
-  for (const path of ["/v1/responses", "/pay/v1/responses"]) {
+  const only = process.env.MODELGATE_FUZZ_PATHS?.split(",");
+  const paths = [
+    "/v1/responses",
+    "/pay/v1/responses",
+    "/v1/organization/usage/completions",
+    "/v1/organization/costs",
+  ].filter((path) => !only || only.includes(path));
+  for (const path of paths) {
     it(
       `finds no server error, schema violation or refused valid request on ${path}`,
       async () => {

@@ -190,6 +190,12 @@ with a message that names the fields.
 {{- if and $g.autoscaling.enabled (gt (int $g.autoscaling.minReplicas) (int $g.autoscaling.maxReplicas)) }}
 {{- fail "gateway.autoscaling.minReplicas must not exceed gateway.autoscaling.maxReplicas" }}
 {{- end }}
+{{- if and (or $g.autoscaling.enabled (gt (int $g.replicaCount) 1)) (not (and $g.database.existingSecret $g.valkey.existingSecret)) }}
+{{- fail "gateway.replicaCount above 1, or gateway.autoscaling.enabled, needs both gateway.database.existingSecret (PostgreSQL, such as a CloudNativePG cluster) and gateway.valkey.existingSecret (Valkey): without them each replica keeps its own usage ledger and rate limits (docs/state.md)" }}
+{{- end }}
+{{- if and $g.database.caSecret (not $g.database.existingSecret) }}
+{{- fail "gateway.database.caSecret is set but gateway.database.existingSecret is empty" }}
+{{- end }}
 {{- if and $g.pay.enabled (not $g.pay.providerUrl) (not (and $g.pay.existingSecret $g.pay.providerUrlKey)) }}
 {{- fail "gateway.pay.enabled needs gateway.pay.providerUrl (or gateway.pay.existingSecret with gateway.pay.providerUrlKey)" }}
 {{- end }}

@@ -13,7 +13,7 @@ describe("KeyStore.authenticate", () => {
   it("accepts a listed key and returns its id, account and projects", () => {
     expect(store.authenticate(active.key)).toEqual({
       ok: true,
-      key: { id: active.id, account: "acme", projects: ["web", "batch"] },
+      key: { id: active.id, account: "acme", projects: ["web", "batch"], admin: false },
     });
   });
 

@@ -42,6 +42,7 @@ keys:
         id: "key_a",
         account: "acme",
         projects: ["web", "batch"],
+        admin: false,
         rateLimit: { requestsPerMinute: 120, burst: 10 },
       });
       expect(stored?.revoked).toBe(false);
@@ -90,6 +91,14 @@ keys:
         'keys[4] "key_d": projects "secret" are not projects of account "acme"',
       ]),
     );
+  });
+
+  it("marks a key with role admin, and refuses a role it does not know", () => {
+    const h = hash();
+    const text = `accounts: [{ id: acme }]\nkeys:\n  - { id: key_a, hash: ${h}, account: acme, role: admin }\n`;
+    expect(parseKeysFile(text).byHash.get(h.slice(7))?.key.admin).toBe(true);
+    const owner = `accounts: [{ id: acme }]\nkeys:\n  - { id: key_a, hash: ${hash()}, account: acme, role: owner }\n`;
+    expect(issuesOf(owner)[0]).toMatch(/^keys\[0\] "key_a"\.role/);
   });
 
   it("rejects an empty file and text that is not YAML", () => {

@@ -19,6 +19,7 @@ afterAll(async () => p?.close());
 
 const PATHS = { "api-key": "/v1/responses", pay: "/pay/v1/responses" } as const;
 type Route = keyof typeof PATHS;
+const USAGE_PATHS = ["/v1/organization/usage/completions", "/v1/organization/costs"];
 const op = (route: Route) => ((doc.paths as Json)[PATHS[route]] as Json).post as Json;
 const responses = (route: Route) => op(route).responses as Record<string, Json>;
 const headerNames = (route: Route, status: number) =>
@@ -55,11 +56,39 @@ describe("openapi · the document", () => {
     expect(typeof (doc.info as Json).version).toBe("string");
   });
 
-  it("openapi · 4 · documents both paths with POST", () => {
-    expect(Object.keys(doc.paths as Json).sort()).toEqual(Object.values(PATHS).sort());
+  it("openapi · 4 · documents both model paths with POST, and the usage paths with GET", () => {
+    expect(Object.keys(doc.paths as Json).sort()).toEqual(
+      [...Object.values(PATHS), ...USAGE_PATHS].sort(),
+    );
     expect(op("api-key")).toBeDefined();
     expect(op("pay")).toBeDefined();
   });
+
+  it.each(USAGE_PATHS)(
+    "openapi · %s takes its query parameters as the handler reads them",
+    (path) => {
+      const get = ((doc.paths as Json)[path] as Json).get as Json;
+      expect(get.security).toEqual([{ apiKey: [] }]);
+      const params = new Map(
+        (get.parameters as Json[])
+          .filter((p) => p.in === "query")
+          .map((p) => [p.name as string, p]),
+      );
+      expect(params.get("start_time")).toMatchObject({
+        required: true,
+        schema: { type: "integer" },
+      });
+      expect(params.get("end_time")).toMatchObject({ required: false });
+      expect(params.get("group_by")).toMatchObject({
+        style: "form",
+        explode: true,
+        schema: { type: "array" },
+      });
+      expect(Object.keys((get.responses as Json) ?? {})).toEqual(
+        expect.arrayContaining(["200", "400", "401", "403", "429", "503"]),
+      );
+    },
+  );
 
   it.each<[Route, string, string]>([
     ["api-key", "x-api-key", "apiKey"],

@@ -88,6 +88,49 @@ describe.each(engines)("store migrations on $name", (engine) => {
   });
 });
 
+describe.each(engines)("store migrations from the previous release's schema on $name", (engine) => {
+  it("0002 keeps the rows, and the exporter's cursor starts after them", async () => {
+    const target = await engine.newTarget();
+    const { db } = await connectStore(target);
+    try {
+      const previous = {
+        getMigrations: () =>
+          Promise.resolve({ "0001-usage-ledger": MIGRATIONS["0001-usage-ledger"]! }),
+      };
+      expect(await migrateToLatest(db, previous)).toEqual(["0001-usage-ledger"]);
+      const row = (id: string) => ({
+        response_id: id,
+        route: "/v1/responses" as const,
+        account: "acme",
+        project: null,
+        key_id: null,
+        agent_id: null,
+        model: "tiny",
+        input_tokens: 1,
+        output_tokens: 2,
+        cost: "0",
+        currency: "USD",
+        request_id: "req-1",
+        answered_at: new Date(),
+      });
+      await db
+        .insertInto("usage_ledger")
+        .values([row("resp_old1"), row("resp_old2")])
+        .execute();
+      expect(await migrateToLatest(db)).toEqual(ALL.slice(1));
+      await db.insertInto("usage_ledger").values(row("resp_new")).execute();
+      // Rows after the cursor, in export order: only the one written after the upgrade.
+      const { rows } = await sql<{ response_id: string }>`
+        SELECT l.response_id FROM usage_ledger l, usage_export_cursor c
+        WHERE c.name = 'http-sink' AND (l.txid, l.seq) > (c.txid, c.seq)`.execute(db);
+      expect(rows).toEqual([{ response_id: "resp_new" }]);
+      expect(await db.selectFrom("usage_ledger").select("response_id").execute()).toHaveLength(3);
+    } finally {
+      await db.destroy();
+    }
+  });
+});
+
 describe("store migrations on a real server, several replicas starting together", () => {
   const postgres = engines.find((engine) => engine.name === "postgres")!;
 

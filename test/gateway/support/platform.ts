@@ -55,7 +55,14 @@ export interface Platform {
   runtimes: { gpt: RunningRuntime; nli: RunningRuntime; pii: RunningRuntime | null };
   provider: PaymentProvider;
   sink: CountingSink;
-  keys: { acme: GeneratedKey; acmeWeb: GeneratedKey; revoked: GeneratedKey; limited: GeneratedKey };
+  keys: {
+    acme: GeneratedKey;
+    acmeWeb: GeneratedKey;
+    revoked: GeneratedKey;
+    limited: GeneratedKey;
+    /** globex's admin key: reads every account's usage. */
+    admin: GeneratedKey;
+  };
   stateDir: string;
   logLines: string[];
   /** POST /v1/responses with a key (acme's unless given). */
@@ -148,6 +155,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
     acmeWeb: generateApiKey(),
     revoked: generateApiKey(),
     limited: generateApiKey(),
+    admin: generateApiKey(),
   };
   const entry = (k: GeneratedKey, extra: string) =>
     `  - id: ${k.id}\n    hash: ${k.hash}\n${extra}`;
@@ -160,7 +168,8 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
       entry(
         keys.limited,
         "    account: globex\n    rateLimit: { requestsPerMinute: 60, burst: 2 }\n",
-      ),
+      ) +
+      entry(keys.admin, "    account: globex\n    role: admin\n"),
   );
   await writeFile(
     join(dir, "secrets.yaml"),

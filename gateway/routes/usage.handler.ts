@@ -1,0 +1,146 @@
+import type { FastifyRequest } from "fastify";
+import type { Kysely } from "kysely";
+import {
+  BUCKET_WIDTHS,
+  DEFAULT_LIMITS,
+  completionsUsageQuerySchema,
+  costsQuerySchema,
+  parseQuery,
+  type CompletionsUsagePage,
+  type CostsPage,
+} from "../../api/usage.js";
+import { GatewayErrors } from "../errors.js";
+import type { Database } from "../store/database.js";
+import { planPage, type PagePlan } from "../usage/page-plan.js";
+import {
+  readCompletionsUsage,
+  readCosts,
+  type ReadScope,
+  type UsageFilters,
+} from "../usage/usage-reader.js";
+
+export interface UsageDeps {
+  /** The ledger's database; rejects while it cannot be opened. */
+  usageStore: () => Promise<Kysely<Database>>;
+  now: () => number;
+}
+
+/**
+ * Whose usage the caller may read: its own account's, or, with an admin
+ * key, every account's. Only an admin may name or group by accounts; a
+ * member key is refused for asking rather than answered with its own rows,
+ * so a client never mistakes one account's usage for another's.
+ */
+function scopeOf(
+  request: FastifyRequest,
+  query: { account_ids?: readonly string[] | undefined; group_by?: readonly string[] | undefined },
+): ReadScope {
+  const caller = request.caller;
+  if (caller?.kind !== "api-key") throw new Error("usage read without an API-key caller");
+  if (caller.admin) return { kind: "admin" };
+  if (query.account_ids) throw GatewayErrors.adminOnly("account_ids");
+  if (query.group_by?.includes("account_id")) throw GatewayErrors.adminOnly("group_by");
+  return { kind: "account", account: caller.account };
+}
+
+function pageStartOf(page: string | undefined): number | undefined {
+  return page === undefined ? undefined : Number(page.slice("page_".length));
+}
+
+function planOf(
+  query: {
+    start_time: number;
+    end_time?: number | undefined;
+    page?: string | undefined;
+    limit?: number | undefined;
+    bucket_width: keyof typeof BUCKET_WIDTHS;
+  },
+  nowMs: number,
+): PagePlan {
+  const pageStart = pageStartOf(query.page);
+  return planPage({
+    startTime: query.start_time,
+    endTime: query.end_time ?? Math.ceil(nowMs / 1000),
+    widthSeconds: BUCKET_WIDTHS[query.bucket_width],
+    limit: query.limit ?? DEFAULT_LIMITS[query.bucket_width],
+    ...(pageStart !== undefined ? { pageStart } : {}),
+  });
+}
+
+function filtersOf(query: {
+  models?: string[] | undefined;
+  project_ids?: string[] | undefined;
+  api_key_ids?: string[] | undefined;
+  account_ids?: string[] | undefined;
+}): UsageFilters {
+  return {
+    ...(query.models ? { models: query.models } : {}),
+    ...(query.project_ids ? { projectIds: query.project_ids } : {}),
+    ...(query.api_key_ids ? { apiKeyIds: query.api_key_ids } : {}),
+    ...(query.account_ids ? { accountIds: query.account_ids } : {}),
+  };
+}
+
+async function ledger(deps: UsageDeps): Promise<Kysely<Database>> {
+  try {
+    return await deps.usageStore();
+  } catch {
+    throw GatewayErrors.usageUnavailable();
+  }
+}
+
+function nextPage(plan: PagePlan): string | null {
+  return plan.nextPageStart === null ? null : `page_${plan.nextPageStart}`;
+}
+
+export function usageHandlers(deps: UsageDeps) {
+  return {
+    async completionsUsage(request: FastifyRequest): Promise<CompletionsUsagePage> {
+      const parsed = parseQuery(
+        completionsUsageQuerySchema,
+        request.query as Record<string, unknown>,
+      );
+      if (!parsed.ok)
+        throw GatewayErrors.invalidQuery(parsed.problem.message, parsed.problem.param);
+      const { query } = parsed;
+      const scope = scopeOf(request, query);
+      const plan = planOf(query, deps.now());
+      const answer = await readCompletionsUsage(
+        await ledger(deps),
+        scope,
+        filtersOf(query),
+        query.group_by,
+        plan,
+      );
+      return {
+        object: "page",
+        data: answer.buckets,
+        has_more: plan.nextPageStart !== null,
+        next_page: nextPage(plan),
+        totals: answer.totals,
+      };
+    },
+    async costs(request: FastifyRequest): Promise<CostsPage> {
+      const parsed = parseQuery(costsQuerySchema, request.query as Record<string, unknown>);
+      if (!parsed.ok)
+        throw GatewayErrors.invalidQuery(parsed.problem.message, parsed.problem.param);
+      const { query } = parsed;
+      const scope = scopeOf(request, query);
+      const plan = planOf(query, deps.now());
+      const answer = await readCosts(
+        await ledger(deps),
+        scope,
+        filtersOf(query),
+        query.group_by,
+        plan,
+      );
+      return {
+        object: "page",
+        data: answer.buckets,
+        has_more: plan.nextPageStart !== null,
+        next_page: nextPage(plan),
+        totals: answer.totals,
+      };
+    },
+  };
+}

@@ -1,0 +1,302 @@
+import { sql, type Kysely } from "kysely";
+import pg from "pg";
+import { errorText } from "../../lib/error-text.js";
+import type { Logger } from "../../lib/logger.js";
+import type { OutboxSendBatch } from "../outbox/durable-outbox.js";
+import { backoffDelayMs, type RetryPolicy } from "../outbox/backoff.js";
+import type { Database } from "../store/database.js";
+
+/**
+ * One exporter of the ledger to the HTTP usage sink, whatever the number of
+ * gateway replicas: the replica that holds a PostgreSQL advisory lock
+ * (`pg_try_advisory_lock`, on a connection of its own, held for as long as
+ * that connection lives) exports; the others try again every poll and take
+ * over within one poll of the holder's death, when the server ends its
+ * session and so releases the lock. On PGlite the database belongs to one
+ * process, which is the one exporter.
+ *
+ * Rows go in the ledger's export order (see migration 0002) after a durable
+ * cursor, which moves only after the sink accepted the batch: delivery is
+ * at least once (a holder that dies between the sink's answer and the
+ * cursor's update sends that batch again), each row keyed by its response
+ * id, on which the sink dedupes (docs/metering.md).
+ */
+export interface ExportedRow {
+  response_id: string;
+  request_id: string;
+  route: string;
+  account: string;
+  project: string | null;
+  key_id: string | null;
+  model: string;
+  input_tokens: number;
+  output_tokens: number;
+  cost: string;
+  currency: string;
+  answered_at: Date;
+  txid: string;
+  seq: number;
+}
+
+/** A ledger row as the usage sink receives it: the record of docs/metering.md, and its price. */
+export interface WireLedgerRecord {
+  response_id: string;
+  request_id: string;
+  account: string;
+  project: string | null;
+  key_id: string | null;
+  model: string;
+  input_tokens: number;
+  output_tokens: number;
+  cost: string;
+  currency: string;
+  time: string;
+}
+
+export function toWireLedgerRecord(row: ExportedRow): WireLedgerRecord {
+  return {
+    response_id: row.response_id,
+    request_id: row.request_id,
+    account: row.account,
+    project: row.project,
+    key_id: row.key_id,
+    model: row.model,
+    input_tokens: Number(row.input_tokens),
+    output_tokens: Number(row.output_tokens),
+    cost: row.cost,
+    currency: row.currency,
+    time: new Date(row.answered_at).toISOString(),
+  };
+}
+
+/** The cursor's name: one per sink. */
+export const HTTP_SINK_CURSOR = "http-sink";
+/**
+ * The advisory lock's key (a bigint, shared by every replica): "mgexport"
+ * in ASCII, unlikely to meet another application's lock on the database.
+ */
+export const EXPORT_LOCK_KEY = 0x6d_67_65_78_70_6f_72_74n;
+
+export interface ExporterHooks {
+  /** After the sink accepted a batch and the cursor moved past it. */
+  onExported?(rows: readonly ExportedRow[]): void;
+  /** A row the sink refused for good: logged and passed, so it never blocks the rest. */
+  onRefused?(row: ExportedRow, error: unknown): void;
+  /** The lock was taken (true) or lost (false). */
+  onLeadership?(held: boolean): void;
+}
+
+export interface LedgerExporterOptions {
+  /** The ledger's store (the pool); rejects while it cannot be opened. */
+  db: () => Promise<Kysely<Database>>;
+  /** The server's URL, for the lock's own connection; absent on PGlite (no lock needed). */
+  lockUrl?: string;
+  send: OutboxSendBatch<WireLedgerRecord>;
+  /** Whether an error of `send` may pass on a retry; a row refused for good is passed over. */
+  isRetryable: (error: unknown) => boolean;
+  logger: Logger;
+  /** Rows per POST, at most; default 100. */
+  batchSize?: number;
+  /** How often a replica without the lock tries it, and the holder looks for new rows; default 1 s. */
+  pollMs?: number;
+  retry?: RetryPolicy;
+  hooks?: ExporterHooks;
+}
+
+/** Which rows go to the sink: the API-key route's, as before the ledger (the payment provider bills the other). */
+const EXPORTED_ROUTE = "/v1/responses";
+
+export class LedgerExporter {
+  private readonly options: LedgerExporterOptions;
+  /** The lock's connection, kept open between tries: a replica that waits does not reconnect every poll. */
+  private lock: pg.Client | null = null;
+  /** Whether `lock`'s session holds the advisory lock. */
+  private held = false;
+  private closed = false;
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private failures = 0;
+  private readonly abort = new AbortController();
+  /** Whether this replica holds the lock (always, on PGlite). */
+  leading = false;
+
+  constructor(options: LedgerExporterOptions) {
+    this.options = options;
+  }
+
+  start(): void {
+    this.schedule(0);
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.closed) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.running = this.tick()
+        .then((delay) => this.schedule(delay))
+        .catch((error: unknown) => {
+          this.options.logger.warn({ err: errorText(error) }, "usage export failed; retrying");
+          this.failures += 1;
+          this.schedule(
+            backoffDelayMs(this.failures, this.options.retry ?? DEFAULT_RETRY, Math.random),
+          );
+        });
+    }, delayMs);
+    this.timer.unref?.();
+  }
+
+  /** One round: take or keep the lock, then export until the ledger has nothing new. Returns the delay to the next. */
+  private async tick(): Promise<number> {
+    const poll = this.options.pollMs ?? 1000;
+    if (!(await this.holdLock())) return poll;
+    const db = await this.options.db();
+    for (;;) {
+      if (this.closed || !(await this.stillHeld())) return poll;
+      const exported = await this.exportBatch(db);
+      this.failures = 0;
+      if (exported === 0) return poll;
+    }
+  }
+
+  private async holdLock(): Promise<boolean> {
+    if (this.options.lockUrl === undefined) {
+      this.setLeading(true);
+      return true;
+    }
+    if (this.lock && this.held) return true;
+    const client = this.lock ?? (await this.connectLock(this.options.lockUrl));
+    try {
+      const { rows } = await client.query<{ held: boolean }>(
+        "SELECT pg_try_advisory_lock($1) AS held",
+        [EXPORT_LOCK_KEY.toString()],
+      );
+      if (!rows[0]?.held || this.lock !== client) return false;
+    } catch (error) {
+      this.dropLock(client);
+      throw error;
+    }
+    this.held = true;
+    this.setLeading(true);
+    return true;
+  }
+
+  private async connectLock(url: string): Promise<pg.Client> {
+    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
+    // The session's end (the server gone, the backend terminated) releases
+    // the lock on the server: this replica stops leading with it.
+    client.on("error", () => this.dropLock(client));
+    client.on("end", () => this.dropLock(client));
+    await client.connect();
+    if (this.closed) {
+      await client.end().catch(() => undefined);
+      throw new Error("exporter closed");
+    }
+    this.lock = client;
+    return client;
+  }
+
+  /** Before each batch: the lock's session must still be alive, or another replica may lead. */
+  private async stillHeld(): Promise<boolean> {
+    if (this.options.lockUrl === undefined) return true;
+    const client = this.lock;
+    if (!client || !this.held) return false;
+    try {
+      await client.query("SELECT 1");
+      return this.lock === client && this.held;
+    } catch {
+      this.dropLock(client);
+      return false;
+    }
+  }
+
+  private dropLock(client: pg.Client): void {
+    if (this.lock !== client) return;
+    this.lock = null;
+    this.held = false;
+    client.end().catch(() => undefined);
+    this.setLeading(false);
+  }
+
+  private setLeading(held: boolean): void {
+    if (this.leading === held) return;
+    this.leading = held;
+    this.options.logger.info(
+      { exporter: HTTP_SINK_CURSOR },
+      held ? "usage exporter: this replica exports" : "usage exporter: lock lost",
+    );
+    this.options.hooks?.onLeadership?.(held);
+  }
+
+  /** Sends the next rows after the cursor and moves it past them; returns how many. */
+  private async exportBatch(db: Kysely<Database>): Promise<number> {
+    const cursor = await db
+      .selectFrom("usage_export_cursor")
+      .select([sql<string>`txid::text`.as("txid"), "seq"])
+      .where("name", "=", HTTP_SINK_CURSOR)
+      .executeTakeFirst();
+    const after = cursor ?? { txid: "0", seq: 0 };
+    // Only rows of transactions older than every one still running: no row
+    // can commit later behind the cursor (see migration 0002).
+    const { rows } = await sql<ExportedRow>`
+      SELECT response_id, request_id, route, account, project, key_id, model,
+             input_tokens, output_tokens, cost::text AS cost, currency, answered_at,
+             txid::text AS txid, seq
+      FROM usage_ledger
+      WHERE (txid, seq) > (${after.txid}::xid8, ${after.seq}::int8)
+        AND txid < pg_snapshot_xmin(pg_current_snapshot())
+      ORDER BY txid, seq
+      LIMIT ${this.options.batchSize ?? 100}
+    `.execute(db);
+    if (rows.length === 0) return 0;
+    const wanted = rows.filter((row) => row.route === EXPORTED_ROUTE);
+    if (wanted.length > 0) await this.deliver(wanted);
+    const last = rows[rows.length - 1]!;
+    // Forward only: a replica that lost the lock mid-batch never moves the
+    // cursor back over what the new holder already sent.
+    await sql`
+      INSERT INTO usage_export_cursor (name, txid, seq, updated_at)
+      VALUES (${HTTP_SINK_CURSOR}, ${last.txid}::xid8, ${last.seq}::int8, now())
+      ON CONFLICT (name) DO UPDATE SET txid = excluded.txid, seq = excluded.seq, updated_at = now()
+      WHERE (usage_export_cursor.txid, usage_export_cursor.seq) < (excluded.txid, excluded.seq)
+    `.execute(db);
+    this.options.hooks?.onExported?.(wanted);
+    return rows.length;
+  }
+
+  /**
+   * The sink takes a batch whole or refuses it. Refused for good: each row
+   * alone, so that one bad row is passed over (logged) and the rest land.
+   */
+  private async deliver(rows: readonly ExportedRow[]): Promise<void> {
+    const items = rows.map((row) => ({ key: row.response_id, record: toWireLedgerRecord(row) }));
+    try {
+      await this.options.send(items, { signal: this.abort.signal });
+      return;
+    } catch (error) {
+      if (this.options.isRetryable(error)) throw error;
+      if (rows.length === 1) {
+        this.options.logger.error(
+          { responseId: rows[0]!.response_id, err: errorText(error) },
+          "usage sink refused a record for good; passed over",
+        );
+        this.options.hooks?.onRefused?.(rows[0]!, error);
+        return;
+      }
+    }
+    for (const row of rows) await this.deliver([row]);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.abort.abort();
+    await this.running?.catch(() => undefined);
+    const client = this.lock;
+    this.lock = null;
+    this.held = false;
+    await client?.end().catch(() => undefined);
+    this.leading = false;
+  }
+}
+
+const DEFAULT_RETRY: RetryPolicy = { baseDelayMs: 500, maxDelayMs: 60_000 };

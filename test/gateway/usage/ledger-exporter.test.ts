@@ -1,0 +1,191 @@
+import { sql } from "kysely";
+import { describe, expect, it } from "vitest";
+import { createHttpSinkSender, isRetryableSinkError } from "../../../gateway/metering/http-sink.js";
+import type { LedgerEntry } from "../../../gateway/store/ledger-entry.js";
+import { openStore, type Store } from "../../../gateway/store/store.js";
+import { recordLedgerEntries } from "../../../gateway/store/usage-ledger.js";
+import { LedgerExporter, type WireLedgerRecord } from "../../../gateway/usage/ledger-exporter.js";
+import { startCountingSink, type CountingSink } from "../outbox/sink-server.js";
+import { fastRetry, logs, onCleanup } from "../outbox/support.js";
+import { useStoreEngines } from "../store/engines.js";
+
+/**
+ * One exporter of the ledger to a real HTTP sink on loopback: on a real
+ * PostgreSQL server with two exporters (as two replicas run them), every
+ * row is delivered, none by both, and the other takes over when the
+ * holder's session dies; on PGlite, the one process exports.
+ */
+const engines = useStoreEngines();
+const postgres = engines.find((engine) => engine.name === "postgres")!;
+const pglite = engines.find((engine) => engine.name === "pglite")!;
+
+let counter = 0;
+function entry(overrides: Partial<LedgerEntry> = {}): LedgerEntry {
+  counter += 1;
+  return {
+    responseId: `resp_${counter.toString().padStart(6, "0")}`,
+    requestId: `req-${counter}`,
+    route: "/v1/responses",
+    account: "acme",
+    project: null,
+    keyId: "key_a",
+    agentId: null,
+    model: "tiny-gpt",
+    inputTokens: counter,
+    outputTokens: 2,
+    cost: "0.000001",
+    currency: "EUR",
+    time: new Date().toISOString(),
+    ...overrides,
+  };
+}
+
+async function until(what: string, done: () => boolean | Promise<boolean>, ms = 30_000) {
+  const deadline = Date.now() + ms;
+  while (!(await done())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+interface Replica {
+  exporter: LedgerExporter;
+  store: Store;
+  sent: string[];
+  leadership: boolean[];
+}
+
+async function replica(
+  target: { url: string } | { dataDir: string },
+  sink: CountingSink,
+): Promise<Replica> {
+  const store = await openStore(target);
+  const sent: string[] = [];
+  const leadership: boolean[] = [];
+  const exporter = new LedgerExporter({
+    db: () => Promise.resolve(store.db),
+    ...("url" in target ? { lockUrl: target.url } : {}),
+    send: createHttpSinkSender<WireLedgerRecord>({ url: sink.url }),
+    isRetryable: isRetryableSinkError,
+    logger: logs().logger,
+    batchSize: 20,
+    pollMs: 50,
+    retry: fastRetry,
+    hooks: {
+      onExported: (rows) => sent.push(...rows.map((row) => row.response_id)),
+      onLeadership: (held) => leadership.push(held),
+    },
+  });
+  onCleanup(async () => {
+    await exporter.close();
+    await store.close();
+  });
+  return { exporter, store, sent, leadership };
+}
+
+/** Writes entries from `writers` connections at once, in batches of 1 to 7: commits interleave. */
+async function writeConcurrently(stores: Store[], entries: LedgerEntry[]): Promise<void> {
+  const queue = [...entries];
+  await Promise.all(
+    stores.map(async (store, i) => {
+      while (queue.length > 0) {
+        const batch = queue.splice(0, 1 + ((queue.length + i) % 7));
+        await recordLedgerEntries(store.db, batch);
+      }
+    }),
+  );
+}
+
+describe("ledger exporter on postgres: two replicas, one real sink", () => {
+  it("delivers every API-key row once, by one replica, and the other takes over when it dies", async () => {
+    const target = { url: await (await postgres.server()).createDatabase() };
+    const sink = await startCountingSink();
+    onCleanup(() => sink.close());
+    const a = await replica(target, sink);
+    const b = await replica(target, sink);
+    const writers = await Promise.all([1, 2, 3].map(() => openStore(target)));
+    onCleanup(() => Promise.all(writers.map((w) => w.close())));
+
+    a.exporter.start();
+    await until("a to lead", () => a.exporter.leading);
+    b.exporter.start();
+
+    const first = Array.from({ length: 240 }, (_, i) =>
+      entry(i % 8 === 0 ? { route: "/pay/v1/responses", account: "pay", keyId: "k1" } : {}),
+    );
+    // Written while the exporter runs, from three connections at once.
+    await writeConcurrently(writers, first);
+    const wanted = first.filter((e) => e.route === "/v1/responses").map((e) => e.responseId);
+    await until("every row at the sink", () => wanted.every((id) => sink.counted.has(id)));
+    // Nothing more arrives, and nothing came twice or from the other replica.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect([...sink.counted.keys()].sort()).toEqual([...wanted].sort());
+    expect(sink.attempts).toHaveLength(wanted.length);
+    expect(a.sent.sort()).toEqual([...wanted].sort());
+    expect(b.sent).toEqual([]);
+    expect(b.exporter.leading).toBe(false);
+    // The payment route is billed by the provider: not sent to the usage sink.
+    expect(
+      sink.attempts.some((id) => first.find((e) => e.responseId === id)?.account === "pay"),
+    ).toBe(false);
+    const record = sink.counted.get(wanted[0]!) as WireLedgerRecord;
+    expect(record).toMatchObject({ response_id: wanted[0], account: "acme", cost: "0.000001" });
+
+    // The holder's session dies (as when its pod is killed): the server
+    // releases the lock and the other replica exports what follows.
+    await sql`
+      SELECT pg_terminate_backend(pid) FROM pg_locks
+      WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()
+    `.execute(writers[0]!.db);
+    await until("b to lead", () => b.exporter.leading);
+    expect(a.exporter.leading).toBe(false);
+    const second = Array.from({ length: 60 }, () => entry());
+    await writeConcurrently(writers, second);
+    const all = [...wanted, ...second.map((e) => e.responseId)];
+    await until("the rows after the takeover", () => all.every((id) => sink.counted.has(id)));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(sink.attempts).toHaveLength(all.length);
+    expect(b.sent.sort()).toEqual(second.map((e) => e.responseId).sort());
+    // A, alive but without the lock, tries again and finds it held.
+    expect(a.exporter.leading).toBe(false);
+    expect(b.leadership).toEqual([true]);
+  });
+
+  it("keeps a batch the sink failed and sends it again; passes over a row it refuses for good", async () => {
+    const target = { url: await (await postgres.server()).createDatabase() };
+    const sink = await startCountingSink();
+    onCleanup(() => sink.close());
+    const a = await replica(target, sink);
+    const rows = Array.from({ length: 30 }, () => entry());
+    sink.failNext(3, 503);
+    sink.rejectKey(rows[5]!.responseId, 422);
+    await recordLedgerEntries(a.store.db, rows);
+    a.exporter.start();
+    const others = rows.filter((_, i) => i !== 5).map((e) => e.responseId);
+    await until("every other row", () => others.every((id) => sink.counted.has(id)));
+    expect(sink.counted.has(rows[5]!.responseId)).toBe(false);
+    // The cursor is past every row: a restart sends nothing again.
+    await a.exporter.close();
+    const attempts = sink.attempts.length;
+    const again = await replica(target, sink);
+    again.exporter.start();
+    await until("the new exporter to lead", () => again.exporter.leading);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(sink.attempts).toHaveLength(attempts);
+  });
+});
+
+describe("ledger exporter on pglite", () => {
+  it("the one process exports every row in order", async () => {
+    const target = await pglite.newTarget();
+    const sink = await startCountingSink();
+    onCleanup(() => sink.close());
+    const a = await replica(target, sink);
+    const rows = Array.from({ length: 45 }, () => entry());
+    await recordLedgerEntries(a.store.db, rows.slice(0, 20));
+    a.exporter.start();
+    await recordLedgerEntries(a.store.db, rows.slice(20));
+    await until("every row", () => rows.every((e) => sink.counted.has(e.responseId)));
+    expect(sink.attempts).toEqual(rows.map((e) => e.responseId));
+  });
+});
