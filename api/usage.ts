@@ -104,7 +104,7 @@ export const completionsResultSchema = z.object({
   object: z.literal("organization.usage.completions.result"),
   input_tokens: z.number().int(),
   output_tokens: z.number().int(),
-  /** Always 0: the gateway caches no input. */
+  /** Always 0: the ledger does not record the runtime's prefix-cache hits yet. */
   input_cached_tokens: z.number().int(),
   num_model_requests: z.number().int(),
   project_id: nullableId,

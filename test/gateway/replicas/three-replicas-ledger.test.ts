@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Kysely } from "kysely";
+import { completionsUsagePageSchema } from "../../../api/usage.js";
 import type { Database } from "../../../gateway/store/database.js";
 import { startPostgresServer, type PostgresServer } from "../../support/postgres-server.js";
 import { startRedisServer, type RedisServer } from "../../support/redis-server.js";
@@ -64,6 +65,23 @@ afterAll(async () => {
   await redis?.close();
   await postgres?.stop();
 });
+
+const testStarted = Math.floor(Date.now() / 1000) - 60;
+
+/** `GET /v1/organization/usage/completions` totals over everything since `since`, on both routes. */
+async function readUsageTotals(replica: Replica, adminKey: string, since: number) {
+  const res = await fetch(
+    `${replica.url}/v1/organization/usage/completions?start_time=${since}&bucket_width=1d`,
+    { headers: { authorization: `Bearer ${adminKey}` } },
+  );
+  expect(res.status).toBe(200);
+  const { totals } = completionsUsagePageSchema.parse(await res.json());
+  return {
+    num_model_requests: totals.num_model_requests,
+    input_tokens: totals.input_tokens,
+    output_tokens: totals.output_tokens,
+  };
+}
 
 const sum = (outcomes: Outcome[], field: "input_tokens" | "output_tokens") =>
   outcomes.reduce((total, o) => total + o.usage![field], 0);
@@ -177,6 +195,13 @@ describe("three replicas, one PostgreSQL, one Valkey, under load", () => {
       requests: answered.length + unanswered.length,
       inputTokens: sum(answered, "input_tokens") + extra("input_tokens"),
       outputTokens: sum(answered, "output_tokens") + extra("output_tokens"),
+    });
+    // The usage endpoint, read through any replica with the admin key, says the same.
+    const page = await readUsageTotals(replicas[1]!, p.keys.admin.key, testStarted);
+    expect(page).toEqual({
+      num_model_requests: totals.requests,
+      input_tokens: totals.inputTokens,
+      output_tokens: totals.outputTokens,
     });
     // The three replicas really shared the work, on both routes.
     for (const index of [0, 1, 2]) {
