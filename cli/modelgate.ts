@@ -114,6 +114,10 @@ program
     "--database-url <url>",
     "PostgreSQL for the usage ledger (default: embedded PGlite in the state folder); prefer MODELGATE_DATABASE_URL, a flag is visible in ps",
   )
+  .option(
+    "--response-retention-seconds <s>",
+    "how long stored responses (store: true) are kept before they are swept (default 2592000, 30 days)",
+  )
   .option("--usage-sink-url <url>", "where usage records are exported")
   .option("--usage-sink-token-file <file>", "bearer token for the usage sink")
   .option("--pay-provider-url <url>", "the payment provider's base URL")

@@ -27,7 +27,14 @@ import type { RateLimits } from "./rate-limit/limits.js";
 import type { Limiter } from "./rate-limit/limiter.js";
 import type { ModelRegistry } from "./registry/registry.js";
 import { PLAIN_ROUTE } from "./routes/route-config.js";
-import { ROUTES, answerOtherMethods, registerRoutes, servedMethods } from "./routes/route-table.js";
+import {
+  ROUTES,
+  answerOtherMethods,
+  fastifyPath,
+  registerRoutes,
+  servedMethods,
+} from "./routes/route-table.js";
+import type { ResponseStore } from "./store/response-store.js";
 import type { Upstream } from "./upstream/forward.js";
 
 /** The payment route's parts; absent when no provider is configured (every request is a 401). */
@@ -51,6 +58,8 @@ export interface GatewayDeps {
   rateLimits: RateLimits;
   meter: Meter;
   pay: PaymentDeps | null;
+  /** Stored responses (`store: true`, previous_response_id); null: nothing is stored. */
+  responses?: ResponseStore | null;
   metrics: GatewayMetrics;
   logger: FastifyBaseLogger;
   now: () => number;
@@ -144,7 +153,7 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
     scope.addHook("onSend", billServed(metering));
     // A stream's usage is known at its last event: its token reservation is settled once it ends.
     scope.addHook("onResponse", settleStreamedTokens(limits));
-    registerRoutes(scope, { ...deps, metering });
+    registerRoutes(scope, { ...deps, metering, responses: deps.responses ?? null });
     done();
   });
 
@@ -153,7 +162,7 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
   answerOtherMethods(
     app,
     servedMethods([
-      ...ROUTES.map((route) => ({ method: route.method, path: route.path })),
+      ...ROUTES.map((route) => ({ method: route.method, path: fastifyPath(route.path) })),
       { method: "GET", path: "/openapi.json" },
     ]),
   );

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { errorText } from "../lib/error-text.js";
 import type { Logger } from "../lib/logger.js";
 import { KeyStore } from "./auth/key-store.js";
 import { parseKeysFile } from "./auth/keys-file.js";
@@ -28,6 +29,7 @@ import type { RateLimits } from "./rate-limit/limits.js";
 import { ModelRegistry } from "./registry/registry.js";
 import { createSharedState } from "./shared-state/shared-state.js";
 import { createLedgerSender, isRetryableLedgerError } from "./store/ledger-sink.js";
+import { ResponseStore, sweepIntervalMs } from "./store/response-store.js";
 import { StoreOpener } from "./store/store-opener.js";
 import { Upstream } from "./upstream/forward.js";
 
@@ -184,6 +186,17 @@ export async function createGatewayComponents(
     );
   }
 
+  // Stored responses share the store; each replica sweeps the expired ones.
+  const responses = new ResponseStore({
+    db: () => store.db(),
+    retentionSeconds: config.responseRetentionSeconds,
+    now: Date.now,
+  });
+  responses.startSweeping(sweepIntervalMs(config.responseRetentionSeconds), (error) =>
+    logger.warn({ err: errorText(error) }, "stored responses not swept; retried later"),
+  );
+  closers.push(() => responses.stopSweeping());
+
   const upstream = new Upstream();
   closers.push(() => upstream.close());
 
@@ -197,6 +210,7 @@ export async function createGatewayComponents(
     rateLimits,
     meter: new Meter({ registry: metrics.registry, outbox: usageOutbox }),
     pay,
+    responses,
     metrics,
     logger,
     now: Date.now,

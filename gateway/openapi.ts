@@ -104,6 +104,25 @@ function sseFrameSchema(event: z.ZodType): JsonObject {
   };
 }
 
+/** Each property of the route's query schema as a query parameter. */
+function queryParameters(route: RouteSpec): JsonObject[] {
+  if (!route.query) return [];
+  const json = schemaOf(route.query, "input") as {
+    properties?: Record<string, JsonObject>;
+    required?: string[];
+  };
+  return Object.entries(json.properties ?? {}).map(([name, schema]) => {
+    const { description, ...rest } = schema;
+    return {
+      in: "query",
+      name,
+      required: json.required?.includes(name) ?? false,
+      ...(typeof description === "string" ? { description } : {}),
+      schema: rest,
+    };
+  });
+}
+
 function operation(route: RouteSpec, registry: ModelRegistry): JsonObject {
   const responses: JsonObject = {};
   for (const [status, response] of Object.entries(route.responses)) {
@@ -135,15 +154,25 @@ function operation(route: RouteSpec, registry: ModelRegistry): JsonObject {
     summary: route.summary,
     description: route.description,
     ...(auth !== "none" ? { security: [{ [SECURITY_SCHEME[auth]]: [] }] } : {}),
-    parameters: route.requestHeaders
-      .filter((h) => h.name !== credential)
-      .map((h) => ({
-        in: "header",
-        name: h.name,
-        required: h.required,
-        description: h.description,
-        schema: { type: "string" },
+    parameters: [
+      ...(route.pathParams ?? []).map((p) => ({
+        in: "path",
+        name: p.name,
+        required: true,
+        description: p.description,
+        schema: schemaOf(p.schema, "input"),
       })),
+      ...queryParameters(route),
+      ...route.requestHeaders
+        .filter((h) => h.name !== credential)
+        .map((h) => ({
+          in: "header",
+          name: h.name,
+          required: h.required,
+          description: h.description,
+          schema: { type: "string" },
+        })),
+    ],
     ...(modelRoute
       ? {
           requestBody: {

@@ -170,6 +170,8 @@ export function reserveApiKeyTokens(parts: RateLimitParts): preHandlerAsyncHookH
   return async (request, reply) => {
     const caller = request.caller;
     if (routeConfigOf(request).rateLimit !== "api-key" || caller?.kind !== "api-key") return;
+    // A route that runs no model (a stored response's) uses no tokens.
+    if (!request.model) return;
     const buckets = apiKeyBuckets(caller, parts, mostTokensOf(request));
     await decide(request, reply, parts, buckets);
   };
@@ -184,7 +186,7 @@ export function limitPayAgents(parts: RateLimitParts): preHandlerAsyncHookHandle
     const tokensPerMinute = parts.defaults.tokensPerMinute;
     await decide(request, reply, parts, [
       { unit: "requests", take: { id: `${id}:requests`, limits: parts.defaults, cost: 1 } },
-      ...(tokensPerMinute
+      ...(tokensPerMinute && request.model
         ? [tokenTake(`${id}:tokens`, tokensPerMinute, mostTokensOf(request))]
         : []),
     ]);

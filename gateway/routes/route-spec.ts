@@ -1,4 +1,4 @@
-import type { ZodType } from "zod";
+import type { ZodObject, ZodType } from "zod";
 import type { GatewayRouteConfig } from "./route-config.js";
 
 /**
@@ -21,9 +21,18 @@ export interface ResponseSpec {
   headers?: HeaderSpec[];
 }
 
+/** What a route does, which picks its handler. */
+export type RouteAction = "infer" | "retrieve" | "delete" | "list-input-items";
+
 export interface RouteSpec {
-  method: "POST" | "GET";
+  method: "POST" | "GET" | "DELETE";
+  /** As OpenAPI writes it: `{name}` for a path parameter. */
   path: string;
+  action: RouteAction;
+  /** Path parameters, for the document; each `{name}` of the path. */
+  pathParams?: Array<{ name: string; description: string; schema: ZodType }>;
+  /** The query string's parameters, for the document (the handler validates them). */
+  query?: ZodObject;
   operationId: string;
   summary: string;
   description: string;

@@ -5,11 +5,23 @@ import type { ModelRegistry } from "../registry/registry.js";
 import { inferenceHandler, type InferenceDeps } from "./inference.handler.js";
 import { payResponsesRoute } from "./pay-responses.route.js";
 import { PLAIN_ROUTE } from "./route-config.js";
-import type { RouteSpec } from "./route-spec.js";
+import type { RouteAction, RouteSpec } from "./route-spec.js";
 import { responsesRoute } from "./responses.route.js";
+import { deleteHandler, inputItemsHandler, retrieveHandler } from "./stored-responses.handler.js";
+import { paidStoredResponseRoutes, storedResponseRoutes } from "./stored-responses.route.js";
 
 /** Every route of the API, in the order the OpenAPI document lists them. */
-export const ROUTES: readonly RouteSpec[] = [responsesRoute, payResponsesRoute];
+export const ROUTES: readonly RouteSpec[] = [
+  responsesRoute,
+  ...storedResponseRoutes,
+  payResponsesRoute,
+  ...paidStoredResponseRoutes,
+];
+
+/** A path as Fastify writes it: `:name` for OpenAPI's `{name}`. */
+export function fastifyPath(path: string): string {
+  return path.replace(/\{([A-Za-z0-9_]+)\}/g, ":$1");
+}
 
 export interface RouteTableDeps extends InferenceDeps {
   registry: ModelRegistry;
@@ -21,15 +33,20 @@ export interface RouteTableDeps extends InferenceDeps {
  * by the route (`RequestBodySchema`).
  */
 export function registerRoutes(scope: FastifyInstance, deps: RouteTableDeps): void {
-  const handler = inferenceHandler(deps);
+  const handlers: Record<RouteAction, ReturnType<typeof inferenceHandler>> = {
+    infer: inferenceHandler(deps),
+    retrieve: retrieveHandler(deps),
+    delete: deleteHandler(deps),
+    "list-input-items": inputItemsHandler(deps),
+  };
   for (const spec of ROUTES) {
     const { modelRoute } = spec.config;
     scope.route({
       method: spec.method,
-      url: spec.path,
+      url: fastifyPath(spec.path),
       config: { gateway: spec.config },
       ...(modelRoute ? { schema: { body: new RequestBodySchema(deps.registry, modelRoute) } } : {}),
-      handler,
+      handler: handlers[spec.action],
     });
   }
 }

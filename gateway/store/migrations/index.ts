@@ -1,5 +1,6 @@
 import type { Migration } from "kysely/migration";
 import * as usageLedger from "./0001-usage-ledger.js";
+import * as storedResponses from "./0003-stored-responses.js";
 
 /**
  * Every migration, by name, in the order they apply. Listed here rather than
@@ -9,4 +10,5 @@ import * as usageLedger from "./0001-usage-ledger.js";
  */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0001-usage-ledger": usageLedger,
+  "0003-stored-responses": storedResponses,
 };
