@@ -92,9 +92,9 @@ export async function forwardBodyOf(
   const raw = request.rawBody ?? Buffer.from(JSON.stringify(request.body));
   const previous = (request.body as AdmittedBody).previous_response_id;
   if (typeof previous !== "string") return raw;
-  if (task !== "text-generation") throw GatewayErrors.conversationUnsupported(request.model!.id);
   const turns = await deps.responses?.conversation(previous, ownerOfRequest(request));
   if (!turns) throw GatewayErrors.responseNotFound(previous, "previous_response_id");
+  if (task !== "text-generation") throw GatewayErrors.conversationUnsupported(request.model!.id);
   return continuedBody(raw, historyOf(turns));
 }
 

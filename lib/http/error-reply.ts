@@ -34,6 +34,10 @@ function fromFastify(error: FastifyError, request: FastifyRequest): CodedError |
       return HttpErrors.bodyTooLarge(request.routeOptions.bodyLimit);
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
       return HttpErrors.unsupportedContentType(error.message);
+    // A method that carries a body (QUERY, say) sent without a Content-Type,
+    // refused by Fastify before any route answers: the client's error, not ours.
+    case "FST_ERR_ROUTE_MISSING_CONTENT_TYPE":
+      return HttpErrors.unsupportedContentType("none");
     case "FST_ERR_CTP_EMPTY_JSON_BODY":
     case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
       return HttpErrors.invalidJson("the body is empty or shorter than its Content-Length");

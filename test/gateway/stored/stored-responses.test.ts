@@ -1,3 +1,4 @@
+import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startPlatform, SECRETS, type Platform } from "../support/platform.js";
 
@@ -196,6 +197,18 @@ describe("stored responses on the API-key route", () => {
       .executeTakeFirstOrThrow();
     expect(row.served_by).toBe(p.runtimes.gpt.url);
     expect(row.owner).toBe("key:acme/");
+  });
+});
+
+describe("methods the stored-response paths do not serve", () => {
+  it("answers a bodiless QUERY (no Content-Type) with a 400, not a 500", async () => {
+    const res = await request(`${p.url}/v1/responses/resp_x`, {
+      method: "QUERY" as "GET",
+      headers: { "x-api-key": p.keys.acme.key },
+    });
+    expect(res.statusCode).toBe(400);
+    const body = (await res.body.json()) as { error: { code: string } };
+    expect(body.error.code).toBe("unsupported_content_type");
   });
 });
 
