@@ -191,6 +191,13 @@ export async function createGatewayComponents(
     db: () => store.db(),
     retentionSeconds: config.responseRetentionSeconds,
     now: Date.now,
+    // While the database is down the gateway serves without storing, and
+    // tries to open it again in the background.
+    down: () => {
+      if (!store.down) return false;
+      store.start();
+      return true;
+    },
   });
   responses.startSweeping(sweepIntervalMs(config.responseRetentionSeconds), (error) =>
     logger.warn({ err: errorText(error) }, "stored responses not swept; retried later"),

@@ -31,7 +31,13 @@ export interface ResponseStoreOptions {
   db: () => Promise<Kysely<Database>>;
   retentionSeconds: number;
   now: () => number;
+  /** True while the database is known to be down: a save fails at once instead of waiting. */
+  down?: () => boolean;
+  /** The longest a save may hold an answer; default 2 s. */
+  saveTimeoutMs?: number;
 }
+
+export const DEFAULT_SAVE_TIMEOUT_MS = 2000;
 
 export class ResponseStore {
   private sweeper: NodeJS.Timeout | undefined;
@@ -46,13 +52,36 @@ export class ResponseStore {
     return new Date(this.options.now());
   }
 
+  /**
+   * Stores one response. Rejects at once while the database is known to be
+   * down, and after `saveTimeoutMs` when it does not answer (a server that
+   * stopped answering would otherwise hold the answer for the query
+   * timeout): the answer path then goes on without it. A write that timed
+   * out may still land later.
+   */
   async save(entry: NewStoredResponse): Promise<void> {
+    if (this.options.down?.()) throw new Error("store down: response not stored");
     const now = this.options.now();
-    await insertStoredResponse(await this.options.db(), {
-      ...entry,
-      createdAt: new Date(now),
-      expiresAt: new Date(now + this.options.retentionSeconds * 1000),
+    const write = this.options.db().then((db) =>
+      insertStoredResponse(db, {
+        ...entry,
+        createdAt: new Date(now),
+        expiresAt: new Date(now + this.options.retentionSeconds * 1000),
+      }),
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(
+        () => reject(new Error("store did not answer: response not stored")),
+        this.options.saveTimeoutMs ?? DEFAULT_SAVE_TIMEOUT_MS,
+      );
     });
+    write.catch(() => undefined);
+    try {
+      await Promise.race([write, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   async get(id: string, owner: string): Promise<StoredResponseRow | null> {

@@ -103,3 +103,34 @@ describe("sweep interval", () => {
     expect(sweepIntervalMs(2)).toBe(1000);
   });
 });
+
+describe("a save on the answer path", () => {
+  const entry = turn("resp_t", null);
+
+  it("gives up after its timeout when the database does not answer", async () => {
+    const responses = new ResponseStore({
+      db: () => new Promise(() => {}),
+      retentionSeconds: 60,
+      now: Date.now,
+      saveTimeoutMs: 50,
+    });
+    const started = performance.now();
+    await expect(responses.save(entry)).rejects.toThrow(/did not answer/);
+    expect(performance.now() - started).toBeLessThan(1000);
+  });
+
+  it("fails at once, without asking for the database, while it is known to be down", async () => {
+    let asked = 0;
+    const responses = new ResponseStore({
+      db: () => {
+        asked++;
+        return new Promise(() => {});
+      },
+      retentionSeconds: 60,
+      now: Date.now,
+      down: () => true,
+    });
+    await expect(responses.save(entry)).rejects.toThrow(/down/);
+    expect(asked).toBe(0);
+  });
+});

@@ -192,9 +192,10 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
   });
   if (!config.databaseUrl) await seedPgliteFolder(join(config.stateDir, "db"));
   const components = await createGatewayComponents(config, logger);
-  // Open before the first request: a stored response waits for the store,
-  // and suites that time requests (rate limits) must not time its opening.
-  await components.store.db();
+  // Open the embedded store before the first request: a stored response
+  // waits for it, and suites that time requests (rate limits) must not time
+  // its opening. A server may be down on purpose: it is not waited for.
+  if (!config.databaseUrl) await components.store.db();
   const files = new FileSource({ dir, registry: components.deps.registry, logger });
   await files.start();
   const gateway = buildGateway(components.deps);
