@@ -81,6 +81,8 @@ export interface PlatformOptions {
    * `bench-gpt` is slow enough per token to leave mid-stream.
    */
   gptFixture?: string;
+  /** What `tiny-gpt` does with an input over its 256 tokens: refuse (420, the default) or truncate. */
+  gptOverflow?: "error" | "truncate";
 }
 
 /** A server that accepts connections and never answers: a runtime stuck mid-inference. */
@@ -110,7 +112,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
     path: await fixtureFolder(options.gptFixture ?? "tiny-gpt"),
     modelId: "tiny-gpt",
     maxTokens: 256,
-    overflow: "error",
+    overflow: options.gptOverflow ?? "error",
   });
   const nli = await startRuntime({ path: await fixtureFolder("tiny-nli"), modelId: "tiny-nli" });
   const pii = piiModelPath ? await startRuntime({ path: piiModelPath, modelId: PII_MODEL }) : null;
@@ -124,7 +126,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
     join(dir, "models.yaml"),
     modelYaml(
       "tiny-gpt",
-      `  task: text-generation\n${source}  maxTokens: 256\n  overflow: error\n  pricing: { serviceSlug: tiny-gpt, currency: EUR, inputPerMillionTokens: '2.5', outputPerMillionTokens: '10' }\n`,
+      `  task: text-generation\n${source}  maxTokens: 256\n  overflow: ${options.gptOverflow ?? "error"}\n  pricing: { serviceSlug: tiny-gpt, currency: EUR, inputPerMillionTokens: '2.5', outputPerMillionTokens: '10' }\n`,
       gpt.url,
     ) +
       modelYaml("tiny-nli", `  task: zero-shot-classification\n${source}`, nli.url) +
