@@ -28,7 +28,8 @@ export function inferenceHandler(deps: InferenceDeps) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
     const model = request.model;
     if (!model) throw new Error(`route ${request.routeOptions.url} has no admitted model`);
-    const body = await forwardBodyOf(deps, request, model.task);
+    // `continues.servedBy` names the runtime that answered the previous turn.
+    const { body } = await forwardBodyOf(deps, request, model.task);
     if ((request.body as { stream?: unknown }).stream === true) {
       return relayStream(request, reply, deps, body);
     }

@@ -10,6 +10,7 @@ import { HttpErrors } from "../../lib/http/http-errors.js";
 import { logFieldsOf } from "../../lib/http/log-fields.js";
 import { GatewayErrors } from "../errors.js";
 import type { ResponseStore } from "../store/response-store.js";
+import type { StoredResponseRow } from "../store/stored-responses.js";
 import { continuedBody, historyOf } from "./conversation.js";
 import { ownerOf } from "./stored-owner.js";
 
@@ -79,6 +80,16 @@ interface AdmittedBody {
   previous_response_id?: string | null;
 }
 
+/** What to forward, and the stored turn it continues (null for a new conversation). */
+export interface Forwarded {
+  body: Buffer;
+  /**
+   * The previous turn as stored: its `servedBy` is the runtime endpoint that
+   * answered it, the one that may still hold the conversation's prefix.
+   */
+  continues: StoredResponseRow | null;
+}
+
 /**
  * The bytes to forward: the caller's own, or, with `previous_response_id`,
  * the stored conversation before its input. An id that is not the caller's
@@ -88,14 +99,14 @@ export async function forwardBodyOf(
   deps: StoredDeps,
   request: FastifyRequest,
   task: string,
-): Promise<Buffer> {
+): Promise<Forwarded> {
   const raw = request.rawBody ?? Buffer.from(JSON.stringify(request.body));
   const previous = (request.body as AdmittedBody).previous_response_id;
-  if (typeof previous !== "string") return raw;
+  if (typeof previous !== "string") return { body: raw, continues: null };
   const turns = await deps.responses?.conversation(previous, ownerOfRequest(request));
   if (!turns) throw GatewayErrors.responseNotFound(previous, "previous_response_id");
   if (task !== "text-generation") throw GatewayErrors.conversationUnsupported(request.model!.id);
-  return continuedBody(raw, historyOf(turns));
+  return { body: continuedBody(raw, historyOf(turns)), continues: turns.at(-1) ?? null };
 }
 
 /**
