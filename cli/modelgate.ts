@@ -123,6 +123,10 @@ program
     "TLS to PostgreSQL: disable, require, verify-ca or verify-full (default: as the URL says)",
   )
   .option("--database-ca-file <pem>", "CA certificates to trust for PostgreSQL over TLS")
+  .option(
+    "--response-retention-seconds <s>",
+    "how long stored responses (store: true) are kept before they are swept (default 2592000, 30 days)",
+  )
   .option("--usage-sink-url <url>", "where usage records are exported")
   .option("--usage-sink-token-file <file>", "bearer token for the usage sink")
   .option("--pay-provider-url <url>", "the payment provider's base URL")

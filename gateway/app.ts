@@ -27,9 +27,16 @@ import { slowClientHooks, slowClientOptions } from "./plugins/slow-clients.js";
 import type { RateLimits } from "./rate-limit/limits.js";
 import type { Limiter } from "./rate-limit/limiter.js";
 import type { ModelRegistry } from "./registry/registry.js";
-import type { Database } from "./store/database.js";
 import { PLAIN_ROUTE, routeConfigOf } from "./routes/route-config.js";
-import { ROUTES, answerOtherMethods, registerRoutes, servedMethods } from "./routes/route-table.js";
+import {
+  ROUTES,
+  answerOtherMethods,
+  fastifyPath,
+  registerRoutes,
+  servedMethods,
+} from "./routes/route-table.js";
+import type { Database } from "./store/database.js";
+import type { ResponseStore } from "./store/response-store.js";
 import type { Upstream } from "./upstream/forward.js";
 
 /** The payment route's parts; absent when no provider is configured (every request is a 401). */
@@ -55,6 +62,8 @@ export interface GatewayDeps {
   /** The usage ledger, for the usage endpoints; rejects while the database cannot be reached. */
   usageStore: () => Promise<Kysely<Database>>;
   pay: PaymentDeps | null;
+  /** Stored responses (`store: true`, previous_response_id); null: nothing is stored. */
+  responses?: ResponseStore | null;
   metrics: GatewayMetrics;
   logger: FastifyBaseLogger;
   now: () => number;
@@ -150,7 +159,7 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
     scope.addHook("onSend", billServed(metering));
     // A stream's usage is known at its last event: its token reservation is settled once it ends.
     scope.addHook("onResponse", settleStreamedTokens(limits));
-    registerRoutes(scope, { ...deps, metering });
+    registerRoutes(scope, { ...deps, metering, responses: deps.responses ?? null });
     done();
   });
 
@@ -159,7 +168,7 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
   answerOtherMethods(
     app,
     servedMethods([
-      ...ROUTES.map((route) => ({ method: route.method, path: route.path })),
+      ...ROUTES.map((route) => ({ method: route.method, path: fastifyPath(route.path) })),
       { method: "GET", path: "/openapi.json" },
     ]),
   );

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { errorText } from "../lib/error-text.js";
 import type { Logger } from "../lib/logger.js";
 import { KeyStore } from "./auth/key-store.js";
 import { parseKeysFile } from "./auth/keys-file.js";
@@ -30,6 +31,7 @@ import { ModelRegistry } from "./registry/registry.js";
 import { createSharedState } from "./shared-state/shared-state.js";
 import { withDatabaseTls } from "./store/database-url.js";
 import { createLedgerSender, isRetryableLedgerError, ledgerThenEach } from "./store/ledger-sink.js";
+import { ResponseStore, sweepIntervalMs } from "./store/response-store.js";
 import { StoreOpener } from "./store/store-opener.js";
 import { Upstream } from "./upstream/forward.js";
 import { LedgerExporter } from "./usage/ledger-exporter.js";
@@ -215,6 +217,24 @@ export async function createGatewayComponents(
     );
   }
 
+  // Stored responses share the store; each replica sweeps the expired ones.
+  const responses = new ResponseStore({
+    db: () => store.db(),
+    retentionSeconds: config.responseRetentionSeconds,
+    now: Date.now,
+    // While the database is down the gateway serves without storing, and
+    // tries to open it again in the background.
+    down: () => {
+      if (!store.down) return false;
+      store.start();
+      return true;
+    },
+  });
+  responses.startSweeping(sweepIntervalMs(config.responseRetentionSeconds), (error) =>
+    logger.warn({ err: errorText(error) }, "stored responses not swept; retried later"),
+  );
+  closers.push(() => responses.stopSweeping());
+
   const upstream = new Upstream();
   closers.push(() => upstream.close());
 
@@ -229,6 +249,7 @@ export async function createGatewayComponents(
     meter: new Meter({ registry: metrics.registry, outbox: usageOutbox }),
     usageStore: () => store.db(),
     pay,
+    responses,
     metrics,
     logger,
     now: Date.now,

@@ -74,6 +74,12 @@ export const gatewayConfigSchema = z.object({
   databaseCaFile: z.string().min(1).optional(),
   usageSinkUrl: z.url().optional(),
   usageSinkTokenFile: z.string().min(1).optional(),
+  /**
+   * How long a stored response (`store: true`) is kept, in seconds: default
+   * 30 days, as the OpenAI API keeps them. Expired rows are unreadable at
+   * once and swept in the background.
+   */
+  responseRetentionSeconds: positiveInt.max(10 * 365 * 24 * 3600).default(30 * 24 * 3600),
   payProviderUrl: z.url().optional(),
   payProviderCredentialFile: z.string().min(1).optional(),
   paySigningSecretsFile: z.string().min(1).optional(),

@@ -13,6 +13,28 @@ export const GatewayErrors = {
     (model: string) => `The model '${model}' does not exist or is not served on this route.`,
     () => ({ param: "model" }),
   ),
+  /**
+   * A stored response that is not the caller's to see: missing, another
+   * caller's, deleted, expired or made with `store: false` all read alike.
+   * `param` names the field that held the id (`previous_response_id`), or is
+   * null for the id in a path.
+   */
+  responseNotFound: defineError(
+    "response_not_found",
+    404,
+    "invalid_request_error",
+    (id: string, _param: string | null) => `Response with id '${id}' not found.`,
+    (_id, param) => ({ param }),
+  ),
+  /** `previous_response_id` on a model that does not hold conversations. */
+  conversationUnsupported: defineError(
+    "conversation_unsupported",
+    400,
+    "invalid_request_error",
+    (model: string) =>
+      `Model '${model}' does not continue conversations: previous_response_id is for text generation.`,
+    () => ({ param: "previous_response_id" }),
+  ),
   invalidApiKey: defineError(
     "invalid_api_key",
     401,

@@ -158,6 +158,13 @@ function operation(route: RouteSpec, registry: ModelRegistry): JsonObject {
     description: route.description,
     ...(auth !== "none" ? { security: [{ [SECURITY_SCHEME[auth]]: [] }] } : {}),
     parameters: [
+      ...(route.pathParams ?? []).map((p) => ({
+        in: "path",
+        name: p.name,
+        required: true,
+        description: p.description,
+        schema: schemaOf(p.schema, "input"),
+      })),
       ...route.requestHeaders
         .filter((h) => h.name !== credential)
         .map((h) => ({

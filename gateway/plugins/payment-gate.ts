@@ -58,13 +58,23 @@ export function mostTokens(
   return Buffer.byteLength(input) + Buffer.byteLength(instructions ?? "") + (maxOutput ?? 4096);
 }
 
+/**
+ * What a request without a body (a stored response's GET or DELETE) is
+ * signed over: its method and target, `GET /pay/v1/responses/resp_…?limit=5`,
+ * so a signature for one response or page opens no other.
+ */
+export function signedTarget(request: FastifyRequest): Buffer {
+  return Buffer.from(`${request.method} ${request.url}`, "utf8");
+}
+
 /** `preValidation`: the signature, then the replay memory. */
 export function verifyPayment(parts: PaymentGateParts): preValidationAsyncHookHandler {
   return async (request) => {
     if (routeConfigOf(request).auth !== "pay-signature") return;
     const nowMs = parts.now();
     const nowSeconds = Math.floor(nowMs / 1000);
-    const rawBody = request.rawBody ?? Buffer.alloc(0);
+    const runsModel = routeConfigOf(request).modelRoute !== null;
+    const rawBody = runsModel ? (request.rawBody ?? Buffer.alloc(0)) : signedTarget(request);
     const result = verifyPaySignature({
       header: request.headers["pay-signature"],
       rawBody,
@@ -90,9 +100,11 @@ export function verifyPayment(parts: PaymentGateParts): preValidationAsyncHookHa
     // Accepted once: claimed only now that it verified, so a forgery cannot
     // use up a genuine signature's place; remembered until the timestamp
     // check would refuse it anyway.
+    // A read or delete of a stored response runs and bills nothing: a replay
+    // within the tolerance repeats it harmlessly, so it is not claimed.
     const identity = signatureIdentity(result.timestamp, result.kid, rawBody);
     const expiresAtMs = (result.timestamp + parts.toleranceSeconds + 1) * 1000;
-    if (!(await parts.usedSignatures.claim(identity, expiresAtMs))) {
+    if (runsModel && !(await parts.usedSignatures.claim(identity, expiresAtMs))) {
       parts.metrics.payReplays.inc();
       throw PayErrors.invalidPaySignature("replayed");
     }

@@ -189,7 +189,7 @@ export function limitPayAgents(parts: RateLimitParts): preHandlerAsyncHookHandle
     const tokensPerMinute = parts.defaults.tokensPerMinute;
     await decide(request, reply, parts, [
       { unit: "requests", take: { id: `${id}:requests`, limits: parts.defaults, cost: 1 } },
-      ...(tokensPerMinute
+      ...(tokensPerMinute && request.model
         ? [tokenTake(`${id}:tokens`, tokensPerMinute, mostTokensOf(request))]
         : []),
     ]);

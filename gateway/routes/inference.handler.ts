@@ -9,6 +9,7 @@ import type { MeteringParts } from "../plugins/metering.js";
 import type { Upstream } from "../upstream/forward.js";
 import { relayOf, relayedHeaders } from "../upstream/relay.js";
 import { relayStream } from "./relay-stream.js";
+import { forwardBodyOf, storeAnswer, type StoredDeps } from "./stored-responses.handler.js";
 
 /**
  * The handler of both model routes, once the hooks have authenticated the
@@ -16,7 +17,7 @@ import { relayStream } from "./relay-stream.js";
  * allowance: forward the raw bytes to a runtime of the admitted model and
  * relay its answer. Billing happens in the metering hook, from `reply.served`.
  */
-export interface InferenceDeps {
+export interface InferenceDeps extends StoredDeps {
   upstream: Upstream;
   metrics: GatewayMetrics;
   /** A stream bills from its terminal event, not in the metering hook. */
@@ -27,8 +28,10 @@ export function inferenceHandler(deps: InferenceDeps) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
     const model = request.model;
     if (!model) throw new Error(`route ${request.routeOptions.url} has no admitted model`);
+    // `continues.servedBy` names the runtime that answered the previous turn.
+    const { body } = await forwardBodyOf(deps, request, model.task);
     if ((request.body as { stream?: unknown }).stream === true) {
-      return relayStream(request, reply, deps);
+      return relayStream(request, reply, deps, body);
     }
     const started = performance.now();
     // A client that goes away cancels the runtime's work. undici takes an
@@ -40,7 +43,7 @@ export function inferenceHandler(deps: InferenceDeps) {
     });
     const answer = await deps.upstream.forward({
       model,
-      body: request.rawBody ?? Buffer.from(JSON.stringify(request.body)),
+      body,
       headers: {
         "content-type": "application/json",
         "x-request-id": request.id,
@@ -66,6 +69,10 @@ export function inferenceHandler(deps: InferenceDeps) {
       }
       reply.header("x-inference-type", "cloud");
       reply.served = { model, usage: relay.usage };
+      if (deps.responses) {
+        const json = answer.body.toString("utf8");
+        await storeAnswer(deps, request, JSON.parse(json), json, answer.endpoint);
+      }
     }
     return reply.send(answer.body);
   };

@@ -21,6 +21,7 @@ const PAY_USAGE: HeaderSpec = {
 /** POST /pay/v1/responses: the payment-signature route (spec 4.2, 5.2). */
 export const payResponsesRoute: RouteSpec = {
   method: "POST",
+  action: "infer",
   path: "/pay/v1/responses",
   operationId: "createPaidResponse",
   summary: "Run a model (payment signature)",

@@ -20,6 +20,7 @@ import { PAY_USAGE_HEADER } from "../pay/pay-usage.js";
 import type { Upstream } from "../upstream/forward.js";
 import { relayOf, relayedHeaders } from "../upstream/relay.js";
 import { routeConfigOf } from "./route-config.js";
+import { storeAnswer, type StoredDeps } from "./stored-responses.handler.js";
 
 /**
  * `stream: true` through the gateway: each event of the runtime's
@@ -41,7 +42,7 @@ import { routeConfigOf } from "./route-config.js";
  * (the runtime died) ends with a `response.failed` of the gateway's own and
  * bills nothing: its usage is not known.
  */
-export interface StreamRelayDeps {
+export interface StreamRelayDeps extends StoredDeps {
   upstream: Upstream;
   metering: MeteringParts;
 }
@@ -67,6 +68,7 @@ export async function relayStream(
   request: FastifyRequest,
   reply: FastifyReply,
   deps: StreamRelayDeps,
+  body: Buffer,
 ): Promise<FastifyReply> {
   const model = request.model;
   if (!model) throw new Error(`route ${request.routeOptions.url} has no admitted model`);
@@ -85,7 +87,7 @@ export async function relayStream(
   return deps.upstream.stream(
     {
       model,
-      body: request.rawBody ?? Buffer.from(JSON.stringify(request.body)),
+      body,
       headers: {
         "content-type": "application/json",
         "x-request-id": request.id,
@@ -163,6 +165,14 @@ export async function relayStream(
           }
         }
         if (payUsage !== null) terminal.response.pay_usage = payUsage;
+        // Stored as the terminal event carries it, before that event leaves.
+        await storeAnswer(
+          deps,
+          request,
+          terminal.response,
+          JSON.stringify(terminal.response),
+          endpoint,
+        );
         send(sseFrame(terminal));
         relayed++;
       };

@@ -5,6 +5,7 @@ import type { RouteSpec } from "./route-spec.js";
 /** POST /v1/responses: the API-key route (spec 4.1, 5.1). */
 export const responsesRoute: RouteSpec = {
   method: "POST",
+  action: "infer",
   path: "/v1/responses",
   operationId: "createResponse",
   summary: "Run a model (API key)",

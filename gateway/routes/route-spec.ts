@@ -21,17 +21,23 @@ export interface ResponseSpec {
   headers?: HeaderSpec[];
 }
 
+/** What a route does, which picks its handler. */
+export type RouteAction =
+  "infer" | "retrieve" | "delete" | "list-input-items" | "usage-completions" | "usage-costs";
+
 export interface RouteSpec {
-  method: "POST" | "GET";
+  method: "POST" | "GET" | "DELETE";
+  /** As OpenAPI writes it: `{name}` for a path parameter. */
   path: string;
+  action: RouteAction;
+  /** Path parameters, for the document; each `{name}` of the path. */
+  pathParams?: Array<{ name: string; description: string; schema: ZodType }>;
+  /** The query string's parameters, for the document (the handler validates them). */
+  query?: ZodObject;
   operationId: string;
   summary: string;
   description: string;
   config: GatewayRouteConfig;
-  /** Which handler serves it; default the model routes' (forward to a runtime). */
-  handler?: "completionsUsage" | "costs";
-  /** The query parameters, as typed values (api/usage.ts brings the query string to them). */
-  query?: ZodObject;
   requestHeaders: HeaderSpec[];
   responses: Record<number, ResponseSpec>;
 }

@@ -1,22 +1,34 @@
-import type { FastifyInstance, HTTPMethods } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from "fastify";
 import { HttpErrors } from "../../lib/http/http-errors.js";
 import { RequestBodySchema } from "../plugins/body-admission.js";
 import type { ModelRegistry } from "../registry/registry.js";
 import { inferenceHandler, type InferenceDeps } from "./inference.handler.js";
 import { payResponsesRoute } from "./pay-responses.route.js";
 import { PLAIN_ROUTE } from "./route-config.js";
-import type { RouteSpec } from "./route-spec.js";
+import type { RouteAction, RouteSpec } from "./route-spec.js";
 import { responsesRoute } from "./responses.route.js";
+import { deleteHandler, inputItemsHandler, retrieveHandler } from "./stored-responses.handler.js";
+import { paidStoredResponseRoutes, storedResponseRoutes } from "./stored-responses.route.js";
 import { usageHandlers, type UsageDeps } from "./usage.handler.js";
 import { completionsUsageRoute, costsRoute } from "./usage.route.js";
 
 /** Every route of the API, in the order the OpenAPI document lists them. */
 export const ROUTES: readonly RouteSpec[] = [
   responsesRoute,
+  ...storedResponseRoutes,
   payResponsesRoute,
+  ...paidStoredResponseRoutes,
   completionsUsageRoute,
   costsRoute,
 ];
+
+/** A path as Fastify writes it: `:name` for OpenAPI's `{name}`. */
+export function fastifyPath(path: string): string {
+  return path.replace(/\{([A-Za-z0-9_]+)\}/g, ":$1");
+}
+
+/** A route's handler: it answers with the reply it sent, or with a body for Fastify to send. */
+type RouteHandler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
 export interface RouteTableDeps extends InferenceDeps, UsageDeps {
   registry: ModelRegistry;
@@ -28,16 +40,23 @@ export interface RouteTableDeps extends InferenceDeps, UsageDeps {
  * by the route (`RequestBodySchema`).
  */
 export function registerRoutes(scope: FastifyInstance, deps: RouteTableDeps): void {
-  const inference = inferenceHandler(deps);
   const usage = usageHandlers(deps);
+  const handlers: Record<RouteAction, RouteHandler> = {
+    infer: inferenceHandler(deps),
+    retrieve: retrieveHandler(deps),
+    delete: deleteHandler(deps),
+    "list-input-items": inputItemsHandler(deps),
+    "usage-completions": (request) => usage.completionsUsage(request),
+    "usage-costs": (request) => usage.costs(request),
+  };
   for (const spec of ROUTES) {
     const { modelRoute } = spec.config;
     scope.route({
       method: spec.method,
-      url: spec.path,
+      url: fastifyPath(spec.path),
       config: { gateway: spec.config },
       ...(modelRoute ? { schema: { body: new RequestBodySchema(deps.registry, modelRoute) } } : {}),
-      handler: spec.handler ? (request) => usage[spec.handler!](request) : inference,
+      handler: handlers[spec.action],
     });
   }
 }

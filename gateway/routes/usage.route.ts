@@ -59,7 +59,7 @@ export const completionsUsageRoute: RouteSpec = {
   description:
     "Tokens and requests of the caller's account (every account's, for an admin key) per time bucket, optionally split by model, project, API key, route or account, with totals over the whole range. In the shape of OpenAI's completions usage API.",
   config,
-  handler: "completionsUsage",
+  action: "usage-completions",
   query: completionsUsageQuerySchema,
   requestHeaders: [KEY, REQUEST_ID],
   responses: {
@@ -80,7 +80,7 @@ export const costsRoute: RouteSpec = {
   description:
     "What the caller's account (every account, for an admin key) was charged per day at the models' prices when each request was answered, one result per currency, optionally split by project, line item (model) or account. In the shape of OpenAI's costs API.",
   config,
-  handler: "costs",
+  action: "usage-costs",
   query: costsQuerySchema,
   requestHeaders: [KEY, REQUEST_ID],
   responses: {

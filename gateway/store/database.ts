@@ -9,6 +9,7 @@ import type { ColumnType, Generated } from "kysely";
 export interface Database {
   usage_ledger: UsageLedgerTable;
   usage_export_cursor: UsageExportCursorTable;
+  stored_responses: StoredResponsesTable;
 }
 
 /** The routes a ledger row can come from. */
@@ -52,4 +53,24 @@ export interface UsageExportCursorTable {
   txid: string;
   seq: number;
   updated_at: Generated<Date>;
+}
+
+/**
+ * A stored response (`store: true`), readable by its owner until it expires.
+ * `owner` is the gateway's key for the verified caller (see
+ * gateway/routes/stored-owner.ts), never a value the caller chose.
+ */
+export interface StoredResponsesTable {
+  id: string;
+  owner: string;
+  model: string;
+  previous_response_id: string | null;
+  /** The request's input items (JSON text): what `input_items` lists. */
+  input_items: string;
+  /** The response object as it was answered (JSON text). */
+  response: string;
+  /** The runtime endpoint the gateway forwarded the request to. */
+  served_by: string | null;
+  created_at: ColumnType<Date, Date | string, never>;
+  expires_at: ColumnType<Date, Date | string, never>;
 }

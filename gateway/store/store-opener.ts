@@ -18,6 +18,8 @@ export class StoreOpener {
   private closed = false;
   /** Whether the last open or ledger write reached the database. */
   reachable = false;
+  /** Whether an open has settled (succeeded or failed) at least once. */
+  private settled = false;
   private readonly logger: Logger;
 
   constructor(
@@ -41,6 +43,7 @@ export class StoreOpener {
     if (this.closed) return Promise.reject(new Error("store closed"));
     this.opening ??= openStore(this.target, { logger: this.logger }).then(
       (store) => {
+        this.settled = true;
         this.reachable = true;
         this.logger.info(
           { store: describeTarget(this.target), engine: store.engine },
@@ -49,6 +52,7 @@ export class StoreOpener {
         return store;
       },
       (error: unknown) => {
+        this.settled = true;
         this.opening = undefined;
         this.reachable = false;
         this.logger.warn(
@@ -59,6 +63,15 @@ export class StoreOpener {
       },
     );
     return this.opening;
+  }
+
+  /**
+   * True once the database is known to be unreachable (an open failed, or a
+   * write since): what the answer path reads to skip a write instead of
+   * waiting out a timeout. False while the first open is still under way.
+   */
+  get down(): boolean {
+    return this.settled && !this.reachable;
   }
 
   async close(): Promise<void> {

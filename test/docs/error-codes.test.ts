@@ -39,6 +39,8 @@ describe("docs/errors.md", () => {
         "request_too_large",
         "invalid_request",
         "model_not_found",
+        "response_not_found",
+        "conversation_unsupported",
         "context_length_exceeded",
         "rate_limit_exceeded",
         "model_not_ready",

@@ -12,7 +12,10 @@ import json
 import os
 import time
 
+import requests
 import schemathesis
+from schemathesis.transport.prepare import prepare_url
+from schemathesis.transport.requests import prepare_query
 
 API_KEY = os.environ["MODELGATE_FUZZ_API_KEY"]
 PAY_KID = os.environ["MODELGATE_FUZZ_PAY_KID"]
@@ -38,7 +41,20 @@ def _fresh_timestamp(raw):
 
 @schemathesis.hook
 def before_call(context, case, kwargs):
-    if case.path.startswith("/pay/"):
+    if case.path.startswith("/pay/") and case.method.upper() in ("GET", "DELETE"):
+        # A stored response's read or delete has no body: the provider signs
+        # the request target, exactly as requests will send it.
+        target = (
+            requests.Request(case.method.upper(), prepare_url(case, None), params=prepare_query(case))
+            .prepare()
+            .path_url
+        )
+        digest = hmac.new(PAY_SECRET, f"{case.method.upper()} {target}".encode(), hashlib.sha256)
+        case.headers = {
+            **(case.headers or {}),
+            "pay-signature": f"t={int(time.time())},kid={PAY_KID},v1={digest.hexdigest()}",
+        }
+    elif case.path.startswith("/pay/"):
         # Serialise the body here and send exactly these bytes, so the signature covers
         # what the gateway receives.
         body = case.body

@@ -1,6 +1,7 @@
 import type { Migration } from "kysely/migration";
 import * as usageLedger from "./0001-usage-ledger.js";
 import * as usageRead from "./0002-usage-read.js";
+import * as storedResponses from "./0003-stored-responses.js";
 
 /**
  * Every migration, by name, in the order they apply. Listed here rather than
@@ -11,4 +12,5 @@ import * as usageRead from "./0002-usage-read.js";
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0001-usage-ledger": usageLedger,
   "0002-usage-read": usageRead,
+  "0003-stored-responses": storedResponses,
 };

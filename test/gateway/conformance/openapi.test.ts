@@ -56,9 +56,13 @@ describe("openapi · the document", () => {
     expect(typeof (doc.info as Json).version).toBe("string");
   });
 
-  it("openapi · 4 · documents both model paths with POST, and the usage paths with GET", () => {
+  it("openapi · 4 · documents the model paths, the stored-response paths and the usage paths", () => {
+    const stored = (prefix: string) => [
+      `${prefix}/v1/responses/{response_id}`,
+      `${prefix}/v1/responses/{response_id}/input_items`,
+    ];
     expect(Object.keys(doc.paths as Json).sort()).toEqual(
-      [...Object.values(PATHS), ...USAGE_PATHS].sort(),
+      [...Object.values(PATHS), ...stored(""), ...stored("/pay"), ...USAGE_PATHS].sort(),
     );
     expect(op("api-key")).toBeDefined();
     expect(op("pay")).toBeDefined();

@@ -33,12 +33,6 @@ describe("2.1 · ResponsesRequest fields accepted and echoed", () => {
       false,
     ],
     [
-      "previous_response_id (string) is echoed",
-      { previous_response_id: "resp_previous" },
-      "previous_response_id",
-      "resp_previous",
-    ],
-    [
       "previous_response_id (null) is echoed",
       { previous_response_id: null },
       "previous_response_id",
@@ -73,6 +67,15 @@ describe("2.1 · ResponsesRequest fields accepted and echoed", () => {
     const answer = await read(p.api(body));
     expect(answer.status).toBe(200);
     expect(answer.body[field]).toEqual(expected);
+  });
+
+  it("2.1 · previous_response_id (string: a stored response of the caller's) is echoed", async () => {
+    const first = await read(p.api({ ...GEN, max_output_tokens: 2 }));
+    expect(first.status).toBe(200);
+    const id = first.body.id as string;
+    const answer = await read(p.api({ ...GEN, max_output_tokens: 2, previous_response_id: id }));
+    expect(answer.status).toBe(200);
+    expect(answer.body.previous_response_id).toBe(id);
   });
 
   it("2.1 · max_output_tokens bounds the generated tokens", async () => {

@@ -190,6 +190,57 @@ describe("the openai client against /v1/responses", () => {
   });
 });
 
+describe("the openai client and stored responses", () => {
+  it("creates, retrieves, lists input items, continues with previous_response_id and deletes", async () => {
+    const { client } = recordingClient(p, p.keys.acme.key);
+    const first = await client.responses.create({ ...HELLO, input: "The capital of France is" });
+    // Right after the create returns, as the client's own tests do.
+    const retrieved = await client.responses.retrieve(first.id);
+    expect(retrieved.id).toBe(first.id);
+    expect(retrieved.output_text).toBe(first.output_text);
+    expect(retrieved.usage).toEqual(first.usage);
+
+    const items = [];
+    for await (const item of client.responses.inputItems.list(first.id)) items.push(item);
+    expect(items).toHaveLength(1);
+    expect(items[0]).toMatchObject({
+      type: "message",
+      role: "user",
+      content: [{ type: "input_text", text: "The capital of France is" }],
+    });
+
+    const second = await client.responses.create({
+      ...HELLO,
+      input: "And Germany?",
+      previous_response_id: first.id,
+    });
+    expect(second.previous_response_id).toBe(first.id);
+    const whole = await client.responses.create({
+      ...HELLO,
+      store: false,
+      input: [
+        { role: "user", content: "The capital of France is" },
+        { role: "assistant", content: first.output_text },
+        { role: "user", content: "And Germany?" },
+      ],
+    });
+    expect(second.usage?.input_tokens).toBe(whole.usage?.input_tokens);
+    expect(second.output_text).toBe(whole.output_text);
+
+    await client.responses.delete(first.id);
+    const gone = await client.responses.retrieve(first.id).catch((error: unknown) => error);
+    expect(gone).toBeInstanceOf(OpenAI.NotFoundError);
+    expect((gone as InstanceType<typeof OpenAI.NotFoundError>).message).toContain(first.id);
+    const orphan = await client.responses
+      .create({ ...HELLO, input: "Hi", previous_response_id: first.id })
+      .catch((error: unknown) => error);
+    expect(orphan).toBeInstanceOf(OpenAI.NotFoundError);
+    expect((orphan as InstanceType<typeof OpenAI.NotFoundError>).param).toBe(
+      "previous_response_id",
+    );
+  });
+});
+
 describe("the openai client and our 429 (key limited to burst 2, 1 request/s)", () => {
   /** Spends the limited key's bucket until a 429 says it is empty. */
   async function drain(): Promise<void> {

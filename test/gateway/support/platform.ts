@@ -88,6 +88,8 @@ export interface PlatformOptions {
    * `bench-gpt` is slow enough per token to leave mid-stream.
    */
   gptFixture?: string;
+  /** What `tiny-gpt` does with an input over its 256 tokens: refuse (420, the default) or truncate. */
+  gptOverflow?: "error" | "truncate";
 }
 
 /** A server that accepts connections and never answers: a runtime stuck mid-inference. */
@@ -117,7 +119,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
     path: await fixtureFolder(options.gptFixture ?? "tiny-gpt"),
     modelId: "tiny-gpt",
     maxTokens: 256,
-    overflow: "error",
+    overflow: options.gptOverflow ?? "error",
   });
   const nli = await startRuntime({ path: await fixtureFolder("tiny-nli"), modelId: "tiny-nli" });
   const pii = piiModelPath ? await startRuntime({ path: piiModelPath, modelId: PII_MODEL }) : null;
@@ -131,7 +133,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
     join(dir, "models.yaml"),
     modelYaml(
       "tiny-gpt",
-      `  task: text-generation\n${source}  maxTokens: 256\n  overflow: error\n  pricing: { serviceSlug: tiny-gpt, currency: EUR, inputPerMillionTokens: '2.5', outputPerMillionTokens: '10' }\n`,
+      `  task: text-generation\n${source}  maxTokens: 256\n  overflow: ${options.gptOverflow ?? "error"}\n  pricing: { serviceSlug: tiny-gpt, currency: EUR, inputPerMillionTokens: '2.5', outputPerMillionTokens: '10' }\n`,
       gpt.url,
     ) +
       modelYaml("tiny-nli", `  task: zero-shot-classification\n${source}`, nli.url) +
@@ -201,6 +203,10 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
   });
   if (!config.databaseUrl) await seedPgliteFolder(join(config.stateDir, "db"));
   const components = await createGatewayComponents(config, logger);
+  // Open the embedded store before the first request: a stored response
+  // waits for it, and suites that time requests (rate limits) must not time
+  // its opening. A server may be down on purpose: it is not waited for.
+  if (!config.databaseUrl) await components.store.db();
   const files = new FileSource({ dir, registry: components.deps.registry, logger });
   await files.start();
   const gateway = buildGateway(components.deps);

@@ -1,0 +1,144 @@
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { ChatMessage } from "../../api/input-items.js";
+import {
+  inputItemsQuerySchema,
+  pageOfItems,
+  storedItemsOf,
+  type StoredInputItem,
+} from "../../api/stored-responses.js";
+import { HttpErrors } from "../../lib/http/http-errors.js";
+import { logFieldsOf } from "../../lib/http/log-fields.js";
+import { GatewayErrors } from "../errors.js";
+import type { ResponseStore } from "../store/response-store.js";
+import type { StoredResponseRow } from "../store/stored-responses.js";
+import { continuedBody, historyOf } from "./conversation.js";
+import { ownerOf } from "./stored-owner.js";
+
+/**
+ * Stored responses on both routes: the three reads and writes of
+ * `/v1/responses/{id}` (and `/pay/v1/…`), storing an answer, and the body
+ * of a request that continues a conversation. Without a store (`responses`
+ * null) nothing is stored and every id is unknown.
+ */
+export interface StoredDeps {
+  responses: ResponseStore | null;
+}
+
+function ownerOfRequest(request: FastifyRequest): string {
+  if (!request.caller) throw new Error(`route ${request.routeOptions.url} has no caller`);
+  return ownerOf(request.caller);
+}
+
+function idOf(request: FastifyRequest): string {
+  return (request.params as { response_id: string }).response_id;
+}
+
+export function retrieveHandler(deps: StoredDeps) {
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
+    const id = idOf(request);
+    const row = await deps.responses?.get(id, ownerOfRequest(request));
+    if (!row) throw GatewayErrors.responseNotFound(id, null);
+    return reply.type("application/json").send(row.response);
+  };
+}
+
+export function deleteHandler(deps: StoredDeps) {
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
+    const id = idOf(request);
+    const deleted = (await deps.responses?.delete(id, ownerOfRequest(request))) ?? false;
+    if (!deleted) throw GatewayErrors.responseNotFound(id, null);
+    return reply.send({ id, object: "response", deleted: true });
+  };
+}
+
+export function inputItemsHandler(deps: StoredDeps) {
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
+    const query = inputItemsQuerySchema.safeParse(request.query ?? {});
+    if (!query.success) {
+      const issue = query.error.issues[0]!;
+      const param = String(issue.path[0] ?? "query");
+      throw HttpErrors.invalidRequest(`Invalid '${param}': ${issue.message}`, param);
+    }
+    const id = idOf(request);
+    const row = await deps.responses?.get(id, ownerOfRequest(request));
+    if (!row) throw GatewayErrors.responseNotFound(id, null);
+    const page = pageOfItems(JSON.parse(row.inputItems) as StoredInputItem[], query.data);
+    if (!page.ok) {
+      throw HttpErrors.invalidRequest(
+        `Invalid 'after': no input item '${query.data.after}' in this response.`,
+        "after",
+      );
+    }
+    return reply.send(page.list);
+  };
+}
+
+interface AdmittedBody {
+  input: string;
+  input_messages?: ChatMessage[];
+  store?: boolean;
+  previous_response_id?: string | null;
+}
+
+/** What to forward, and the stored turn it continues (null for a new conversation). */
+export interface Forwarded {
+  body: Buffer;
+  /**
+   * The previous turn as stored: its `servedBy` is the runtime endpoint that
+   * answered it, the one that may still hold the conversation's prefix.
+   */
+  continues: StoredResponseRow | null;
+}
+
+/**
+ * The bytes to forward: the caller's own, or, with `previous_response_id`,
+ * the stored conversation before its input. An id that is not the caller's
+ * live stored response is a 404 naming `previous_response_id`.
+ */
+export async function forwardBodyOf(
+  deps: StoredDeps,
+  request: FastifyRequest,
+  task: string,
+): Promise<Forwarded> {
+  const raw = request.rawBody ?? Buffer.from(JSON.stringify(request.body));
+  const previous = (request.body as AdmittedBody).previous_response_id;
+  if (typeof previous !== "string") return { body: raw, continues: null };
+  const turns = await deps.responses?.conversation(previous, ownerOfRequest(request));
+  if (!turns) throw GatewayErrors.responseNotFound(previous, "previous_response_id");
+  if (task !== "text-generation") throw GatewayErrors.conversationUnsupported(request.model!.id);
+  return { body: continuedBody(raw, historyOf(turns)), continues: turns.at(-1) ?? null };
+}
+
+/**
+ * Keeps an answered response (`store` true, the default) before the answer
+ * leaves, so that a retrieve right after the create finds it on any replica
+ * sharing the store: one INSERT. A failure is logged and the answer still
+ * goes out: it was served and is billed; only its retrieval is lost.
+ */
+export async function storeAnswer(
+  deps: StoredDeps,
+  request: FastifyRequest,
+  response: unknown,
+  json: string,
+  servedBy: string | null,
+): Promise<void> {
+  const body = request.body as AdmittedBody;
+  if (!deps.responses || body.store === false) return;
+  const answer = response as { id?: unknown; object?: unknown };
+  // A classifier's bare label-to-score object is not a response: nothing to retrieve.
+  if (answer?.object !== "response" || typeof answer.id !== "string") return;
+  const turns = body.input_messages ?? [{ role: "user" as const, content: body.input }];
+  try {
+    await deps.responses.save({
+      id: answer.id,
+      owner: ownerOfRequest(request),
+      model: request.model!.id,
+      previousResponseId: body.previous_response_id ?? null,
+      inputItems: JSON.stringify(storedItemsOf(turns)),
+      response: json,
+      servedBy,
+    });
+  } catch (error) {
+    request.log.error({ ...logFieldsOf(request), err: error }, "response not stored");
+  }
+}

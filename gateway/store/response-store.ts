@@ -1,0 +1,126 @@
+import type { Kysely } from "kysely";
+import type { Database } from "./database.js";
+import {
+  deleteStoredResponse,
+  insertStoredResponse,
+  loadConversation,
+  loadStoredResponse,
+  sweepStoredResponses,
+  type StoredResponseRow,
+} from "./stored-responses.js";
+
+/**
+ * Stored responses as the routes use them: the store's queries with the
+ * retention and the clock applied. A row expires `retentionMs` after it was
+ * made; reads treat an expired row as gone before the sweeper deletes it.
+ */
+export const DEFAULT_RETENTION_SECONDS = 30 * 24 * 3600;
+
+export interface NewStoredResponse {
+  id: string;
+  owner: string;
+  model: string;
+  previousResponseId: string | null;
+  inputItems: string;
+  response: string;
+  servedBy: string | null;
+}
+
+export interface ResponseStoreOptions {
+  /** The migrated store's handle; may wait for it to open. */
+  db: () => Promise<Kysely<Database>>;
+  retentionSeconds: number;
+  now: () => number;
+  /** True while the database is known to be down: a save fails at once instead of waiting. */
+  down?: () => boolean;
+  /** The longest a save may hold an answer; default 2 s. */
+  saveTimeoutMs?: number;
+}
+
+export const DEFAULT_SAVE_TIMEOUT_MS = 2000;
+
+export class ResponseStore {
+  private sweeper: NodeJS.Timeout | undefined;
+
+  constructor(private readonly options: ResponseStoreOptions) {}
+
+  get retentionSeconds(): number {
+    return this.options.retentionSeconds;
+  }
+
+  private nowDate(): Date {
+    return new Date(this.options.now());
+  }
+
+  /**
+   * Stores one response. Rejects at once while the database is known to be
+   * down, and after `saveTimeoutMs` when it does not answer (a server that
+   * stopped answering would otherwise hold the answer for the query
+   * timeout): the answer path then goes on without it. A write that timed
+   * out may still land later.
+   */
+  async save(entry: NewStoredResponse): Promise<void> {
+    if (this.options.down?.()) throw new Error("store down: response not stored");
+    const now = this.options.now();
+    const write = this.options.db().then((db) =>
+      insertStoredResponse(db, {
+        ...entry,
+        createdAt: new Date(now),
+        expiresAt: new Date(now + this.options.retentionSeconds * 1000),
+      }),
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(
+        () => reject(new Error("store did not answer: response not stored")),
+        this.options.saveTimeoutMs ?? DEFAULT_SAVE_TIMEOUT_MS,
+      );
+    });
+    write.catch(() => undefined);
+    try {
+      await Promise.race([write, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async get(id: string, owner: string): Promise<StoredResponseRow | null> {
+    return loadStoredResponse(await this.options.db(), id, owner, this.nowDate());
+  }
+
+  async delete(id: string, owner: string): Promise<boolean> {
+    return deleteStoredResponse(await this.options.db(), id, owner, this.nowDate());
+  }
+
+  /** The turns up to and including `id`, oldest first; null when `id` is not the owner's. */
+  async conversation(id: string, owner: string): Promise<StoredResponseRow[] | null> {
+    return loadConversation(await this.options.db(), id, owner, this.nowDate());
+  }
+
+  /** Deletes the expired rows now; returns how many. */
+  async sweep(): Promise<number> {
+    return sweepStoredResponses(await this.options.db(), this.nowDate());
+  }
+
+  /**
+   * Sweeps every `intervalMs` (each replica does; a DELETE of rows already
+   * gone is harmless). A failed sweep is reported and tried at the next tick.
+   */
+  startSweeping(intervalMs: number, onError: (error: unknown) => void): void {
+    this.stopSweeping();
+    this.sweeper = setInterval(() => {
+      this.sweep().catch(onError);
+    }, intervalMs);
+    this.sweeper.unref();
+  }
+
+  stopSweeping(): void {
+    clearInterval(this.sweeper);
+    this.sweeper = undefined;
+  }
+}
+
+/** How often to sweep: a tenth of the retention, between a second and an hour. */
+export function sweepIntervalMs(retentionSeconds: number): number {
+  return Math.min(3_600_000, Math.max(1000, (retentionSeconds * 1000) / 10));
+}

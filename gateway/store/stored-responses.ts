@@ -1,0 +1,129 @@
+import { sql, type Kysely } from "kysely";
+import type { Database } from "./database.js";
+
+/**
+ * The queries of stored responses. Every read and delete names the owner and
+ * the clock: another owner's row, an expired row and a missing row all come
+ * back as nothing, so no caller can tell them apart.
+ */
+export interface StoredResponseRow {
+  id: string;
+  owner: string;
+  model: string;
+  previousResponseId: string | null;
+  /** JSON text of the input items. */
+  inputItems: string;
+  /** JSON text of the response object as answered. */
+  response: string;
+  /** The runtime endpoint that served it (for prefix-aware routing of a continuation). */
+  servedBy: string | null;
+  createdAt: Date;
+  expiresAt: Date;
+}
+
+/** Turns read back for a conversation, at most: far more than any model's context holds. */
+export const MAX_CONVERSATION_TURNS = 1000;
+
+/** One INSERT: the only statement storing adds to an answer. */
+export async function insertStoredResponse(
+  db: Kysely<Database>,
+  row: StoredResponseRow,
+): Promise<void> {
+  await db
+    .insertInto("stored_responses")
+    .values({
+      id: row.id,
+      owner: row.owner,
+      model: row.model,
+      previous_response_id: row.previousResponseId,
+      input_items: row.inputItems,
+      response: row.response,
+      served_by: row.servedBy,
+      created_at: row.createdAt,
+      expires_at: row.expiresAt,
+    })
+    .execute();
+}
+
+type Selected = Database["stored_responses"] & { created_at: Date; expires_at: Date };
+
+function toRow(row: Selected): StoredResponseRow {
+  return {
+    id: row.id,
+    owner: row.owner,
+    model: row.model,
+    previousResponseId: row.previous_response_id,
+    inputItems: row.input_items,
+    response: row.response,
+    servedBy: row.served_by,
+    createdAt: new Date(row.created_at),
+    expiresAt: new Date(row.expires_at),
+  };
+}
+
+export async function loadStoredResponse(
+  db: Kysely<Database>,
+  id: string,
+  owner: string,
+  now: Date,
+): Promise<StoredResponseRow | null> {
+  const row = await db
+    .selectFrom("stored_responses")
+    .selectAll()
+    .where("id", "=", id)
+    .where("owner", "=", owner)
+    .where("expires_at", ">", now)
+    .executeTakeFirst();
+  return row ? toRow(row as Selected) : null;
+}
+
+/** True when the owner's live row was there (and is now gone). */
+export async function deleteStoredResponse(
+  db: Kysely<Database>,
+  id: string,
+  owner: string,
+  now: Date,
+): Promise<boolean> {
+  const result = await db
+    .deleteFrom("stored_responses")
+    .where("id", "=", id)
+    .where("owner", "=", owner)
+    .where("expires_at", ">", now)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}
+
+/**
+ * The conversation that ends with `id`, oldest turn first, in one recursive
+ * query that follows `previous_response_id` within the owner's live rows;
+ * null when `id` itself is not one of them. A turn that was deleted or has
+ * expired ends the chain there: the conversation starts after it.
+ */
+export async function loadConversation(
+  db: Kysely<Database>,
+  id: string,
+  owner: string,
+  now: Date,
+): Promise<StoredResponseRow[] | null> {
+  const { rows } = await sql<Selected & { depth: number }>`
+    WITH RECURSIVE chain AS (
+      SELECT r.*, 1 AS depth FROM stored_responses r
+        WHERE r.id = ${id} AND r.owner = ${owner} AND r.expires_at > ${now}
+      UNION ALL
+      SELECT r.*, chain.depth + 1 FROM stored_responses r
+        JOIN chain ON r.id = chain.previous_response_id
+        WHERE r.owner = ${owner} AND r.expires_at > ${now} AND chain.depth < ${MAX_CONVERSATION_TURNS}
+    )
+    SELECT * FROM chain ORDER BY depth DESC
+  `.execute(db);
+  return rows.length === 0 ? null : rows.map(toRow);
+}
+
+/** Deletes every expired row; returns how many. */
+export async function sweepStoredResponses(db: Kysely<Database>, now: Date): Promise<number> {
+  const result = await db
+    .deleteFrom("stored_responses")
+    .where("expires_at", "<=", now)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

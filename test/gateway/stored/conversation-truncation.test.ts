@@ -1,0 +1,67 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startPlatform, type Platform } from "../support/platform.js";
+
+/**
+ * The token limit over a whole continued conversation, on a generator that
+ * truncates (256 tokens): with `truncation: auto` the oldest messages of the
+ * conversation go first, and the answer is the one the remaining
+ * conversation gets when sent whole; with `truncation: disabled` it is a 420.
+ */
+let p: Platform;
+beforeAll(async () => {
+  p = await startPlatform({ gptOverflow: "truncate", withoutPayments: true });
+});
+afterAll(async () => p?.close());
+
+interface Answer {
+  id: string;
+  output: { content: { text: string }[] }[];
+  usage: { input_tokens: number };
+}
+const GEN = { model: "tiny-gpt", max_output_tokens: 4, temperature: 0 };
+const textOf = (a: Answer) => a.output[0]!.content[0]!.text;
+
+async function ask(body: object): Promise<Answer> {
+  const res = await p.api({ ...GEN, ...body });
+  const answer = (await res.json()) as Answer;
+  expect(res.status, JSON.stringify(answer)).toBe(200);
+  return answer;
+}
+
+describe("a continued conversation over the token limit", () => {
+  const oldest = "one two three four five six seven eight nine ten ".repeat(8);
+  const newest = "alpha beta gamma delta epsilon zeta eta theta iota kappa ".repeat(6);
+
+  it("drops the oldest turns first with truncation: auto", async () => {
+    const first = await ask({ input: oldest });
+    const alone = await ask({ input: newest, store: false });
+    // Each fits alone; together they do not.
+    expect(first.usage.input_tokens + alone.usage.input_tokens).toBeGreaterThan(256);
+
+    const second = await ask({ input: newest, previous_response_id: first.id });
+    expect(second.usage.input_tokens).toBeLessThanOrEqual(256 - GEN.max_output_tokens);
+    // The oldest message (the first turn's input) went; its answer and the new input stayed.
+    const rest = await ask({
+      store: false,
+      input: [
+        { role: "assistant", content: textOf(first) },
+        { role: "user", content: newest },
+      ],
+    });
+    expect(second.usage.input_tokens).toBe(rest.usage.input_tokens);
+    expect(textOf(second)).toBe(textOf(rest));
+  });
+
+  it("is a 420 with truncation: disabled", async () => {
+    const first = await ask({ input: oldest });
+    const res = await p.api({
+      ...GEN,
+      input: newest,
+      truncation: "disabled",
+      previous_response_id: first.id,
+    });
+    expect(res.status).toBe(420);
+    const body = (await res.json()) as { error: { code: string } };
+    expect(body.error.code).toBe("context_length_exceeded");
+  });
+});

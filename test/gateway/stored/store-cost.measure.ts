@@ -1,0 +1,94 @@
+/**
+ * What storing costs the answer path, measured end to end: the same
+ * non-streamed create (tiny-gpt, 4 output tokens) with `store: false` and
+ * with `store: true` (one INSERT before the answer), alternated so both see
+ * the same machine, on the embedded PGlite and on a PostgreSQL server.
+ *
+ * Then the write alone, as the answer path makes it (ResponseStore.save: one
+ * INSERT of a 1.5 KB response), on each engine.
+ *
+ *   npx tsx test/gateway/stored/store-cost.measure.ts [requests per arm, default 300]
+ */
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { StoreTarget } from "../../../gateway/store/connect.js";
+import { ResponseStore } from "../../../gateway/store/response-store.js";
+import { openStore } from "../../../gateway/store/store.js";
+import { seedPgliteFolder } from "../../support/pglite-template.js";
+import { startPostgresServer } from "../../support/postgres-server.js";
+import { startPlatform } from "../support/platform.js";
+
+const N = Number(process.argv[2] ?? 300);
+const ASK = { model: "tiny-gpt", input: "Hello there", max_output_tokens: 4, temperature: 0 };
+
+function quantile(sorted: number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+}
+
+async function measure(label: string, databaseUrl?: string): Promise<void> {
+  const p = await startPlatform(databaseUrl ? { config: { databaseUrl } } : {});
+  try {
+    const times = { off: [] as number[], on: [] as number[] };
+    for (let i = 0; i < N + 20; i++) {
+      for (const arm of i % 2 === 0 ? (["off", "on"] as const) : (["on", "off"] as const)) {
+        const started = performance.now();
+        const res = await p.api({ ...ASK, store: arm === "on" });
+        await res.arrayBuffer();
+        if (res.status !== 200) throw new Error(`status ${res.status}`);
+        if (i >= 20) times[arm].push(performance.now() - started);
+      }
+    }
+    const off = times.off.sort((a, b) => a - b);
+    const on = times.on.sort((a, b) => a - b);
+    const fmt = (v: number) => v.toFixed(2);
+    console.log(
+      `${label}: n=${N} per arm; store:false p50 ${fmt(quantile(off, 0.5))} ms p99 ${fmt(quantile(off, 0.99))} ms; ` +
+        `store:true p50 ${fmt(quantile(on, 0.5))} ms p99 ${fmt(quantile(on, 0.99))} ms; ` +
+        `added p50 ${fmt(quantile(on, 0.5) - quantile(off, 0.5))} ms`,
+    );
+  } finally {
+    await p.close();
+  }
+}
+
+async function measureWrite(label: string, target: StoreTarget): Promise<void> {
+  const store = await openStore(target);
+  const responses = new ResponseStore({
+    db: () => Promise.resolve(store.db),
+    retentionSeconds: 3600,
+    now: Date.now,
+  });
+  const response = JSON.stringify({ object: "response", text: "x".repeat(1500) });
+  const times: number[] = [];
+  for (let i = 0; i < 1000; i++) {
+    const started = performance.now();
+    await responses.save({
+      id: `resp_${i}`,
+      owner: "key:acme/",
+      model: "tiny-gpt",
+      previousResponseId: null,
+      inputItems: '[{"id":"msg_1","type":"message","role":"user","content":[]}]',
+      response,
+      servedBy: "http://10.0.0.7:8000",
+    });
+    if (i >= 100) times.push(performance.now() - started);
+  }
+  await store.close();
+  times.sort((a, b) => a - b);
+  console.log(
+    `${label} write alone: n=900; p50 ${quantile(times, 0.5).toFixed(3)} ms p99 ${quantile(times, 0.99).toFixed(3)} ms`,
+  );
+}
+
+const server = await startPostgresServer();
+try {
+  const dataDir = join(await mkdtemp(join(tmpdir(), "store-cost-")), "db");
+  await seedPgliteFolder(dataDir);
+  await measureWrite("pglite", { dataDir });
+  await measureWrite("postgres", { url: await server.createDatabase() });
+  await measure("pglite");
+  await measure("postgres", await server.createDatabase());
+} finally {
+  await server.stop();
+}
