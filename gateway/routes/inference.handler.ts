@@ -28,10 +28,12 @@ export function inferenceHandler(deps: InferenceDeps) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
     const model = request.model;
     if (!model) throw new Error(`route ${request.routeOptions.url} has no admitted model`);
-    // `continues.servedBy` names the runtime that answered the previous turn.
-    const { body } = await forwardBodyOf(deps, request, model.task);
+    const { body, continues } = await forwardBodyOf(deps, request, model.task);
+    // A continued conversation goes back to the runtime that answered its
+    // previous turn, whose prefix cache holds it (docs/prefix-cache.md).
+    const preferredEndpoint = continues?.servedBy ?? undefined;
     if ((request.body as { stream?: unknown }).stream === true) {
-      return relayStream(request, reply, deps, body);
+      return relayStream(request, reply, deps, body, preferredEndpoint);
     }
     const started = performance.now();
     // A client that goes away cancels the runtime's work. undici takes an
@@ -50,6 +52,7 @@ export function inferenceHandler(deps: InferenceDeps) {
         [RESPONSE_ID_HEADER]: responseIdOf(request),
       },
       signal: abort,
+      preferredEndpoint,
     });
     deps.metrics.upstreamDuration.observe(
       { model: model.id },

@@ -69,6 +69,7 @@ export async function relayStream(
   reply: FastifyReply,
   deps: StreamRelayDeps,
   body: Buffer,
+  preferredEndpoint?: string,
 ): Promise<FastifyReply> {
   const model = request.model;
   if (!model) throw new Error(`route ${request.routeOptions.url} has no admitted model`);
@@ -94,6 +95,7 @@ export async function relayStream(
         [RESPONSE_ID_HEADER]: responseId,
       },
       signal: abort,
+      preferredEndpoint,
     },
     async (answer, endpoint) => {
       const type = answer.headers["content-type"];
