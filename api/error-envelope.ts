@@ -64,10 +64,13 @@ export function sendError(
   request: FastifyRequest,
   reply: FastifyReply,
   now: () => number,
+  options: { envelopeOnly?: boolean } = {},
 ): FastifyReply {
   const bodies: ErrorBodies = {
     coded: (detail, statusCode, req) =>
-      errorBody(detail, statusCode, req.body, Math.floor(now() / 1000), req.responseId),
+      options.envelopeOnly
+        ? { error: detail }
+        : errorBody(detail, statusCode, req.body, Math.floor(now() / 1000), req.responseId),
     internal: INTERNAL_ERROR_BODY,
   };
   return replyWithError(error, request, reply, bodies);

@@ -1,8 +1,11 @@
+import multipart from "@fastify/multipart";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import { sendError } from "../api/error-envelope.js";
 import { HttpErrors } from "../lib/http/http-errors.js";
 import { acceptJsonBodiesOnly } from "../lib/http/json-body.js";
+import { MAX_FILE_BYTES } from "../api/files.js";
 import type { KeyStore } from "./auth/key-store.js";
+import { fileHandlers, type StoreHandle } from "./batch/files.routes.js";
 import type { Meter } from "./metering/meter.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { openApiDocumentOf } from "./openapi.js";
@@ -26,8 +29,14 @@ import { slowClientHooks, slowClientOptions } from "./plugins/slow-clients.js";
 import type { RateLimits } from "./rate-limit/limits.js";
 import type { Limiter } from "./rate-limit/limiter.js";
 import type { ModelRegistry } from "./registry/registry.js";
-import { PLAIN_ROUTE } from "./routes/route-config.js";
-import { ROUTES, answerOtherMethods, registerRoutes, servedMethods } from "./routes/route-table.js";
+import { PLAIN_ROUTE, routeConfigOf } from "./routes/route-config.js";
+import {
+  ROUTES,
+  answerOtherMethods,
+  registerManagementRoutes,
+  registerRoutes,
+  servedMethods,
+} from "./routes/route-table.js";
 import type { Upstream } from "./upstream/forward.js";
 
 /** The payment route's parts; absent when no provider is configured (every request is a 401). */
@@ -58,6 +67,8 @@ export interface GatewayDeps {
   /** Seconds a client has to send its whole request (headers and body); 408 after. */
   requestTimeoutSeconds?: number;
   version?: string;
+  /** The system of record for files and batches; without it their routes answer 503. */
+  store?: StoreHandle;
 }
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -90,7 +101,11 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
     ...slowClientOptions(deps.requestTimeoutSeconds ?? DEFAULT_REQUEST_TIMEOUT_SECONDS),
   });
   acceptJsonBodiesOnly(app);
-  app.setErrorHandler((error, request, reply) => sendError(error, request, reply, deps.now));
+  app.setErrorHandler((error, request, reply) =>
+    sendError(error, request, reply, deps.now, {
+      envelopeOnly: routeConfigOf(request).errorBody === "envelope",
+    }),
+  );
   app.setNotFoundHandler((request) => {
     throw HttpErrors.notFound(request.method, request.url);
   });
@@ -145,6 +160,15 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
     // A stream's usage is known at its last event: its token reservation is settled once it ends.
     scope.addHook("onResponse", settleStreamedTokens(limits));
     registerRoutes(scope, { ...deps, metering });
+    // The Files and Batch routes, in a scope of their own that also reads multipart forms.
+    scope.register(async (management) => {
+      await management.register(multipart, {
+        // The route counts bytes itself and refuses past MAX_FILE_BYTES with its own 413.
+        limits: { fileSize: MAX_FILE_BYTES + 1, files: 1, fields: 8, parts: 16 },
+      });
+      const store = deps.store ?? (() => Promise.reject(new Error("no store configured")));
+      registerManagementRoutes(management, { ...fileHandlers(store, deps.now) });
+    });
     done();
   });
 

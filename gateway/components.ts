@@ -202,6 +202,7 @@ export async function createGatewayComponents(
     now: Date.now,
     bodyLimit: config.bodyLimitBytes,
     requestTimeoutSeconds: config.requestTimeout,
+    store: () => store.db(),
   };
   return {
     deps,

@@ -130,30 +130,59 @@ function operation(route: RouteSpec, registry: ModelRegistry): JsonObject {
   // The credential header is described by the security scheme, not as a parameter.
   const credential =
     auth === "api-key" ? "x-api-key" : auth === "pay-signature" ? "pay-signature" : null;
+  const headers = route.requestHeaders
+    .filter((h) => h.name !== credential)
+    .map((h) => ({
+      in: "header",
+      name: h.name,
+      required: h.required,
+      description: h.description,
+      schema: { type: "string" },
+    }));
+  const pathParams = (route.pathParams ?? []).map((p) => ({
+    in: "path",
+    name: p.name,
+    required: true,
+    description: p.description,
+    schema: schemaOf(p.schema, "input"),
+  }));
+  const body = modelRoute
+    ? { "application/json": { schema: requestBodySchema(modelRoute, registry) } }
+    : route.body
+      ? { [route.body.mediaType]: { schema: schemaOf(route.body.schema, "input") } }
+      : null;
   return {
     operationId: route.operationId,
     summary: route.summary,
     description: route.description,
     ...(auth !== "none" ? { security: [{ [SECURITY_SCHEME[auth]]: [] }] } : {}),
-    parameters: route.requestHeaders
-      .filter((h) => h.name !== credential)
-      .map((h) => ({
-        in: "header",
-        name: h.name,
-        required: h.required,
-        description: h.description,
-        schema: { type: "string" },
-      })),
-    ...(modelRoute
-      ? {
-          requestBody: {
-            required: true,
-            content: { "application/json": { schema: requestBodySchema(modelRoute, registry) } },
-          },
-        }
-      : {}),
+    parameters: [...pathParams, ...queryParameters(route.query), ...headers],
+    ...(body ? { requestBody: { required: true, content: body } } : {}),
     responses,
   };
+}
+
+/** Each field of a query-string schema as a `query` parameter (its values are strings). */
+function queryParameters(query: z.ZodType | undefined): JsonObject[] {
+  if (!query) return [];
+  const json = schemaOf(query, "input");
+  const properties = (json.properties ?? {}) as Record<string, JsonObject>;
+  const required = new Set((json.required ?? []) as string[]);
+  return Object.entries(properties).map(([name, schema]) => {
+    const { description, ...rest } = schema;
+    return {
+      in: "query",
+      name,
+      required: required.has(name),
+      ...(description ? { description } : {}),
+      schema: rest,
+    };
+  });
+}
+
+/** Fastify's `:name` path parameters as OpenAPI's `{name}`. */
+export function openApiPath(path: string): string {
+  return path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, "{$1}");
 }
 
 export function buildOpenApiDocument(
@@ -163,8 +192,9 @@ export function buildOpenApiDocument(
 ): JsonObject {
   const paths: Record<string, JsonObject> = {};
   for (const route of routes) {
-    paths[route.path] = {
-      ...paths[route.path],
+    const path = openApiPath(route.path);
+    paths[path] = {
+      ...paths[path],
       [route.method.toLowerCase()]: operation(route, registry),
     };
   }

@@ -24,6 +24,12 @@ export interface GatewayRouteConfig {
   modelRoute: RouteName | null;
   /** The `route` label of the request metrics; null: not counted. */
   metricsName: string | null;
+  /**
+   * The body of a 400 or 413: the failed Responses envelope (a model
+   * route's, the default) or the ErrorEnvelope (the Files and Batch routes,
+   * as OpenAI's answer).
+   */
+  errorBody?: "responses" | "envelope";
 }
 
 declare module "fastify" {

@@ -21,13 +21,25 @@ export interface ResponseSpec {
   headers?: HeaderSpec[];
 }
 
+/** A path parameter (`:name` in `path`, `{name}` in the document). */
+export interface ParamSpec {
+  name: string;
+  description: string;
+  schema: ZodType;
+}
+
 export interface RouteSpec {
-  method: "POST" | "GET";
+  method: "POST" | "GET" | "DELETE";
   path: string;
   operationId: string;
   summary: string;
   description: string;
   config: GatewayRouteConfig;
   requestHeaders: HeaderSpec[];
+  pathParams?: ParamSpec[];
+  /** The query string's parameters: a zod object whose fields are strings on the wire. */
+  query?: ZodType;
+  /** The body of a route that serves no model (a model route's comes from the registry). */
+  body?: { mediaType: "application/json" | "multipart/form-data"; schema: ZodType };
   responses: Record<number, ResponseSpec>;
 }

@@ -1,4 +1,4 @@
-import type { FastifyInstance, HTTPMethods } from "fastify";
+import type { FastifyInstance, HTTPMethods, RouteHandlerMethod } from "fastify";
 import { HttpErrors } from "../../lib/http/http-errors.js";
 import { RequestBodySchema } from "../plugins/body-admission.js";
 import type { ModelRegistry } from "../registry/registry.js";
@@ -7,9 +7,10 @@ import { payResponsesRoute } from "./pay-responses.route.js";
 import { PLAIN_ROUTE } from "./route-config.js";
 import type { RouteSpec } from "./route-spec.js";
 import { responsesRoute } from "./responses.route.js";
+import { FILE_ROUTES } from "../batch/files.routes.js";
 
 /** Every route of the API, in the order the OpenAPI document lists them. */
-export const ROUTES: readonly RouteSpec[] = [responsesRoute, payResponsesRoute];
+export const ROUTES: readonly RouteSpec[] = [responsesRoute, payResponsesRoute, ...FILE_ROUTES];
 
 export interface RouteTableDeps extends InferenceDeps {
   registry: ModelRegistry;
@@ -24,6 +25,8 @@ export function registerRoutes(scope: FastifyInstance, deps: RouteTableDeps): vo
   const handler = inferenceHandler(deps);
   for (const spec of ROUTES) {
     const { modelRoute } = spec.config;
+    // The Files and Batch routes have handlers of their own (registerManagementRoutes).
+    if (modelRoute === null) continue;
     scope.route({
       method: spec.method,
       url: spec.path,
@@ -80,4 +83,21 @@ export function servedMethods(
     served.set(path, [...(served.get(path) ?? []), method]);
   }
   return served;
+}
+
+/**
+ * The Files and Batch routes (no model, no inference handler): each spec
+ * with the handler of its `operationId`, in a scope that reads multipart
+ * forms for the upload.
+ */
+export function registerManagementRoutes(
+  scope: FastifyInstance,
+  handlers: Readonly<Record<string, RouteHandlerMethod>>,
+): void {
+  for (const spec of ROUTES) {
+    if (spec.config.modelRoute !== null) continue;
+    const handler = handlers[spec.operationId];
+    if (!handler) throw new Error(`no handler for ${spec.operationId}`);
+    scope.route({ method: spec.method, url: spec.path, config: { gateway: spec.config }, handler });
+  }
 }

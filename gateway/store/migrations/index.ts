@@ -1,5 +1,6 @@
 import type { Migration } from "kysely/migration";
 import * as usageLedger from "./0001-usage-ledger.js";
+import * as filesAndBatches from "./0004-files-and-batches.js";
 
 /**
  * Every migration, by name, in the order they apply. Listed here rather than
@@ -9,4 +10,5 @@ import * as usageLedger from "./0001-usage-ledger.js";
  */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0001-usage-ledger": usageLedger,
+  "0004-files-and-batches": filesAndBatches,
 };

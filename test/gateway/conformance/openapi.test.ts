@@ -19,6 +19,8 @@ afterAll(async () => p?.close());
 
 const PATHS = { "api-key": "/v1/responses", pay: "/pay/v1/responses" } as const;
 type Route = keyof typeof PATHS;
+/** Documented in their own tests (test/gateway/batch/). */
+const FILES_AND_BATCH_PATHS = ["/v1/files", "/v1/files/{file_id}", "/v1/files/{file_id}/content"];
 const op = (route: Route) => ((doc.paths as Json)[PATHS[route]] as Json).post as Json;
 const responses = (route: Route) => op(route).responses as Record<string, Json>;
 const headerNames = (route: Route, status: number) =>
@@ -55,8 +57,10 @@ describe("openapi · the document", () => {
     expect(typeof (doc.info as Json).version).toBe("string");
   });
 
-  it("openapi · 4 · documents both paths with POST", () => {
-    expect(Object.keys(doc.paths as Json).sort()).toEqual(Object.values(PATHS).sort());
+  it("openapi · 4 · documents both model paths with POST, beside the Files and Batch paths", () => {
+    expect(Object.keys(doc.paths as Json).sort()).toEqual(
+      [...Object.values(PATHS), ...FILES_AND_BATCH_PATHS].sort(),
+    );
     expect(op("api-key")).toBeDefined();
     expect(op("pay")).toBeDefined();
   });
