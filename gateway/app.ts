@@ -5,6 +5,7 @@ import { HttpErrors } from "../lib/http/http-errors.js";
 import { acceptJsonBodiesOnly } from "../lib/http/json-body.js";
 import { MAX_FILE_BYTES } from "../api/files.js";
 import type { KeyStore } from "./auth/key-store.js";
+import { batchHandlers } from "./batch/batches.routes.js";
 import { fileHandlers, type StoreHandle } from "./batch/files.routes.js";
 import type { Meter } from "./metering/meter.js";
 import type { GatewayMetrics } from "./metrics.js";
@@ -69,7 +70,11 @@ export interface GatewayDeps {
   version?: string;
   /** The system of record for files and batches; without it their routes answer 503. */
   store?: StoreHandle;
+  /** A batch's completion window; 24 hours unless set (`--batch-completion-window`). */
+  batchWindowSeconds?: number;
 }
+
+export const DEFAULT_BATCH_WINDOW_SECONDS = 24 * 3600;
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 export const DEFAULT_REQUEST_TIMEOUT_SECONDS = 30;
@@ -167,7 +172,12 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
         limits: { fileSize: MAX_FILE_BYTES + 1, files: 1, fields: 8, parts: 16 },
       });
       const store = deps.store ?? (() => Promise.reject(new Error("no store configured")));
-      registerManagementRoutes(management, { ...fileHandlers(store, deps.now) });
+      registerManagementRoutes(management, {
+        ...fileHandlers(store, deps.now),
+        ...batchHandlers(store, deps.now, {
+          windowSeconds: deps.batchWindowSeconds ?? DEFAULT_BATCH_WINDOW_SECONDS,
+        }),
+      });
     });
     done();
   });

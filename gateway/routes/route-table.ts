@@ -7,10 +7,16 @@ import { payResponsesRoute } from "./pay-responses.route.js";
 import { PLAIN_ROUTE } from "./route-config.js";
 import type { RouteSpec } from "./route-spec.js";
 import { responsesRoute } from "./responses.route.js";
+import { BATCH_ROUTES } from "../batch/batches.routes.js";
 import { FILE_ROUTES } from "../batch/files.routes.js";
 
 /** Every route of the API, in the order the OpenAPI document lists them. */
-export const ROUTES: readonly RouteSpec[] = [responsesRoute, payResponsesRoute, ...FILE_ROUTES];
+export const ROUTES: readonly RouteSpec[] = [
+  responsesRoute,
+  payResponsesRoute,
+  ...FILE_ROUTES,
+  ...BATCH_ROUTES,
+];
 
 export interface RouteTableDeps extends InferenceDeps {
   registry: ModelRegistry;

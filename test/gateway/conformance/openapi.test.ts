@@ -20,7 +20,14 @@ afterAll(async () => p?.close());
 const PATHS = { "api-key": "/v1/responses", pay: "/pay/v1/responses" } as const;
 type Route = keyof typeof PATHS;
 /** Documented in their own tests (test/gateway/batch/). */
-const FILES_AND_BATCH_PATHS = ["/v1/files", "/v1/files/{file_id}", "/v1/files/{file_id}/content"];
+const FILES_AND_BATCH_PATHS = [
+  "/v1/files",
+  "/v1/files/{file_id}",
+  "/v1/files/{file_id}/content",
+  "/v1/batches",
+  "/v1/batches/{batch_id}",
+  "/v1/batches/{batch_id}/cancel",
+];
 const op = (route: Route) => ((doc.paths as Json)[PATHS[route]] as Json).post as Json;
 const responses = (route: Route) => op(route).responses as Record<string, Json>;
 const headerNames = (route: Route, status: number) =>
