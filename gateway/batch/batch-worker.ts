@@ -79,6 +79,8 @@ const ABANDONED_UPLOAD_MS = 60 * 60_000;
 /** Errors listed in a failed batch's `errors.data`, at most. */
 const MAX_LISTED_ERRORS = 1000;
 const INSERT_ROWS = 500;
+/** Lines a runner leases at once: their results are written in one transaction. */
+const LINES_PER_LEASE = 8;
 
 export class BatchWorker {
   readonly id: string;
@@ -346,19 +348,25 @@ export class BatchWorker {
     });
   }
 
-  /** Leases and runs a few lines; true when there were any. */
   private registryLoaded(): boolean {
     return this.options.registry.list().length > 0;
   }
 
+  /**
+   * Leases a few lines, runs them one after another, and writes their
+   * results together: one transaction per lease rather than per line.
+   * True when there were any.
+   */
   private async runOnce(): Promise<boolean> {
     if (!this.registryLoaded()) return false;
     const db = await this.options.store();
-    const leased = await this.lease(db, this.options.linesPerLease ?? 2);
+    const leased = await this.lease(db, this.options.linesPerLease ?? LINES_PER_LEASE);
+    const outcomes: Array<[LeasedLine, Outcome]> = [];
     for (const line of leased) {
-      if (this.stopped) return true;
-      await this.runLine(db, line);
+      if (this.stopped) break;
+      outcomes.push([line, await this.run(line)]);
     }
+    await this.record(db, outcomes);
     return leased.length > 0;
   }
 
@@ -385,38 +393,40 @@ export class BatchWorker {
     return result.rows;
   }
 
-  private async runLine(db: Kysely<Database>, line: LeasedLine): Promise<void> {
-    const outcome = await this.run(line);
-    if (outcome.state === "retry") {
-      // Not this worker's any more after a short while: any worker may try again.
-      await db
-        .updateTable("batch_lines")
-        .set({ lease_until: new Date(this.now() + RETRY_DELAY_MS) })
-        .where("batch_id", "=", line.batch_id)
-        .where("line_no", "=", line.line_no)
-        .where("lease_owner", "=", this.id)
-        .where("state", "=", "pending")
-        .execute();
-      return;
-    }
+  /**
+   * Writes each result only while its line is still pending and still this
+   * worker's, with the usage of those written in the same transaction; a
+   * line to retry is handed back for a short while instead.
+   */
+  private async record(db: Kysely<Database>, outcomes: Array<[LeasedLine, Outcome]>) {
+    if (outcomes.length === 0) return;
     await db.transaction().execute(async (trx) => {
-      const written = await trx
-        .updateTable("batch_lines")
-        .set({
-          state: outcome.state,
-          result: JSON.stringify(outcome.line),
-          lease_owner: null,
-          lease_until: null,
-        })
-        .where("batch_id", "=", line.batch_id)
-        .where("line_no", "=", line.line_no)
-        .where("lease_owner", "=", this.id)
-        .where("state", "=", "pending")
-        .executeTakeFirst();
-      // Another worker took the line after this lease expired, or the batch
-      // ended: its result is not this one, and neither is its usage.
-      if (Number(written.numUpdatedRows) !== 1) return;
-      if (outcome.ledger) await recordLedgerEntries(trx, [outcome.ledger]);
+      const ledger: LedgerEntry[] = [];
+      for (const [line, outcome] of outcomes) {
+        const mine = trx
+          .updateTable("batch_lines")
+          .where("batch_id", "=", line.batch_id)
+          .where("line_no", "=", line.line_no)
+          .where("lease_owner", "=", this.id)
+          .where("state", "=", "pending");
+        if (outcome.state === "retry") {
+          // Any worker may try it again after a short while.
+          await mine.set({ lease_until: new Date(this.now() + RETRY_DELAY_MS) }).execute();
+          continue;
+        }
+        const written = await mine
+          .set({
+            state: outcome.state,
+            result: JSON.stringify(outcome.line),
+            lease_owner: null,
+            lease_until: null,
+          })
+          .executeTakeFirst();
+        // Another worker took the line after this lease expired, or the batch
+        // ended: its result is not this one, and neither is its usage.
+        if (Number(written.numUpdatedRows) === 1 && outcome.ledger) ledger.push(outcome.ledger);
+      }
+      await recordLedgerEntries(trx, ledger);
     });
   }
 

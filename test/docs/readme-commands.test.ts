@@ -119,6 +119,7 @@ const COVERAGE: Coverage[] = [
   { command: "npm run bench:gateway", runBy: [[CI, "npm run bench:gateway -- --quick"]] },
   { command: "npm run bench:operator", runBy: [[CI, "npm run bench:operator -- --quick"]] },
   { command: "npm run bench:extract", runBy: [[CI, "npm run bench:extract -- --quick"]] },
+  { command: "npm run bench:batch", runBy: [[CI, "npm run bench:batch -- --quick"]] },
   // The CI entry point itself: what a CI job runs on a clean clone.
   { command: "bash .ci/run", runBy: [[CI, "npm ci", "npm test"]] },
 ];
