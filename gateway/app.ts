@@ -3,10 +3,14 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import { sendError } from "../api/error-envelope.js";
 import { HttpErrors } from "../lib/http/http-errors.js";
 import { acceptJsonBodiesOnly } from "../lib/http/json-body.js";
-import { MAX_FILE_BYTES } from "../api/files.js";
 import type { KeyStore } from "./auth/key-store.js";
 import { batchHandlers } from "./batch/batches.routes.js";
-import { fileHandlers, type StoreHandle } from "./batch/files.routes.js";
+import {
+  FILE_LIMITS,
+  fileHandlers,
+  type FileLimits,
+  type StoreHandle,
+} from "./batch/files.routes.js";
 import type { Meter } from "./metering/meter.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { openApiDocumentOf } from "./openapi.js";
@@ -70,6 +74,8 @@ export interface GatewayDeps {
   version?: string;
   /** The system of record for files and batches; without it their routes answer 503. */
   store?: StoreHandle;
+  /** Upload limits: 200 MB and 50,000 lines unless set (tests only). */
+  fileLimits?: FileLimits;
   /** A batch's completion window; 24 hours unless set (`--batch-completion-window`). */
   batchWindowSeconds?: number;
 }
@@ -168,12 +174,19 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
     // The Files and Batch routes, in a scope of their own that also reads multipart forms.
     scope.register(async (management) => {
       await management.register(multipart, {
-        // The route counts bytes itself and refuses past MAX_FILE_BYTES with its own 413.
-        limits: { fileSize: MAX_FILE_BYTES + 1, files: 1, fields: 8, parts: 16 },
+        // The route counts bytes itself and refuses past its limit with its own
+        // 413; past one byte more the reader drops the rest of the file itself.
+        throwFileSizeLimit: false,
+        limits: {
+          fileSize: (deps.fileLimits ?? FILE_LIMITS).bytes + 1,
+          files: 1,
+          fields: 8,
+          parts: 16,
+        },
       });
       const store = deps.store ?? (() => Promise.reject(new Error("no store configured")));
       registerManagementRoutes(management, {
-        ...fileHandlers(store, deps.now),
+        ...fileHandlers(store, deps.now, deps.fileLimits),
         ...batchHandlers(store, deps.now, {
           windowSeconds: deps.batchWindowSeconds ?? DEFAULT_BATCH_WINDOW_SECONDS,
         }),

@@ -1,5 +1,4 @@
 import { defineError } from "../../lib/coded-error.js";
-import { MAX_BATCH_LINES, MAX_FILE_BYTES } from "../../api/files.js";
 
 /**
  * Errors of the Files and Batch routes (codes listed in docs/errors.md).
@@ -24,14 +23,14 @@ export const BatchErrors = {
     "file_too_large",
     413,
     "invalid_request_error",
-    () => `The file is larger than the limit of ${MAX_FILE_BYTES} bytes (200 MB).`,
+    (limitBytes: number) => `The file is larger than the limit of ${limitBytes} bytes.`,
     () => ({ param: "file" }),
   ),
   tooManyLines: defineError(
     "too_many_lines",
     400,
     "invalid_request_error",
-    () => `A batch file may hold at most ${MAX_BATCH_LINES} lines (requests).`,
+    (limitLines: number) => `A batch file may hold at most ${limitLines} lines (requests).`,
     () => ({ param: "file" }),
   ),
   storeUnavailable: defineError(

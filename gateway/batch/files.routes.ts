@@ -15,6 +15,7 @@ import {
   UPLOAD_PURPOSES,
   type FilePurpose,
 } from "../../api/files.js";
+import type { CodedError } from "../../lib/coded-error.js";
 import { HttpErrors } from "../../lib/http/http-errors.js";
 import { REQUEST_ID } from "../routes/common-responses.js";
 import type { GatewayRouteConfig } from "../routes/route-config.js";
@@ -176,9 +177,18 @@ const NEWLINE = 0x0a;
  * it arrives, its bytes and lines counted on the way; over a limit the
  * upload is refused and what was written of it deleted.
  */
+/** The upload limits; smaller ones only in tests. */
+export interface FileLimits {
+  bytes: number;
+  batchLines: number;
+}
+
+export const FILE_LIMITS: FileLimits = { bytes: MAX_FILE_BYTES, batchLines: MAX_BATCH_LINES };
+
 async function upload(
   store: StoreHandle,
   now: () => number,
+  limits: FileLimits,
   request: FastifyRequest,
 ): Promise<unknown> {
   if (!request.isMultipart()) {
@@ -192,6 +202,7 @@ async function upload(
   let purpose: FilePurpose | undefined;
   let writer: FileWriter | undefined;
   let lines = 0;
+  let refusal: CodedError | undefined;
   try {
     for await (const part of request.parts()) {
       if (part.type === "field") {
@@ -221,20 +232,27 @@ async function upload(
       let bytes = 0;
       let last = NEWLINE;
       for await (const data of part.file as AsyncIterable<Buffer>) {
+        // Once refused, the rest is read and dropped: a client still sending
+        // its body would not read an answer sent before the body ends.
+        if (refusal) continue;
         bytes += data.length;
-        if (bytes > MAX_FILE_BYTES) throw BatchErrors.fileTooLarge();
         for (let i = data.indexOf(NEWLINE); i !== -1; i = data.indexOf(NEWLINE, i + 1)) lines++;
         last = data[data.length - 1] ?? last;
-        if (purpose === "batch" && lines > MAX_BATCH_LINES) throw BatchErrors.tooManyLines();
-        await buffer.push(data);
+        if (bytes > limits.bytes) refusal = BatchErrors.fileTooLarge(limits.bytes);
+        else if (purpose === "batch" && lines > limits.batchLines) {
+          refusal = BatchErrors.tooManyLines(limits.batchLines);
+        } else await buffer.push(data);
       }
       if (last !== NEWLINE) lines++;
-      await buffer.flush();
+      if (!refusal) await buffer.flush();
     }
+    if (refusal) throw refusal;
     if (!writer) throw HttpErrors.invalidRequest("Missing required parameter: 'file'.", "file");
     if (!purpose)
       throw HttpErrors.invalidRequest("Missing required parameter: 'purpose'.", "purpose");
-    if (purpose === "batch" && lines > MAX_BATCH_LINES) throw BatchErrors.tooManyLines();
+    if (purpose === "batch" && lines > limits.batchLines) {
+      throw BatchErrors.tooManyLines(limits.batchLines);
+    }
     await db.updateTable("files").set({ purpose }).where("id", "=", writer.id).execute();
     await writer.finish(lines);
   } catch (error) {
@@ -255,6 +273,7 @@ async function upload(
 export function fileHandlers(
   store: StoreHandle,
   now: () => number,
+  limits: FileLimits = FILE_LIMITS,
 ): Record<string, RouteHandlerMethod> {
   const fileOf = async (request: FastifyRequest) => {
     const { file_id } = idParams.parse(request.params);
@@ -264,7 +283,7 @@ export function fileHandlers(
     return { db, file };
   };
   return {
-    createFile: (request) => upload(store, now, request),
+    createFile: (request) => upload(store, now, limits, request),
     listFiles: async (request) => {
       const query = parseOr400(fileListQuerySchema, request.query);
       const page = await listFiles(await storeOf(store), ownerOf(request), query);

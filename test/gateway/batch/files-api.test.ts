@@ -1,5 +1,6 @@
 import OpenAI, { toFile } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildGateway } from "../../../gateway/app.js";
 import { startPlatform, type Platform } from "../support/platform.js";
 
 /**
@@ -11,6 +12,9 @@ beforeAll(async () => {
   p = await startPlatform({ withoutPayments: true });
 });
 afterAll(async () => p?.close());
+
+const openaiClient = (url: string, key: string) =>
+  new OpenAI({ apiKey: key, baseURL: `${url}/v1`, maxRetries: 0 });
 
 const client = (key: string, project?: string) =>
   new OpenAI({
@@ -109,6 +113,49 @@ describe("the Files API with the openai client", () => {
       purpose: "batch",
     });
     expect(at.bytes).toBe(150_000);
+  });
+
+  it("refuses an upload over the byte limit with a 413 naming it, keeping no chunk of it", async () => {
+    // The same components behind a gateway with a limit of 1.5 MiB (200 MB in production):
+    // the refused upload has written its first 1 MiB chunk by then.
+    const limit = 1.5 * 1024 * 1024;
+    const small = buildGateway({
+      ...p.components.deps,
+      fileLimits: { bytes: limit, batchLines: 10 },
+    });
+    const url = await small.listen({ host: "127.0.0.1", port: 0 });
+    try {
+      const db = await p.components.store.db();
+      const count = async (table: "files" | "file_chunks") =>
+        Number(
+          (
+            await db
+              .selectFrom(table)
+              .select((eb) => eb.fn.countAll<string>().as("n"))
+              .executeTakeFirstOrThrow()
+          ).n,
+        );
+      const before = { files: await count("files"), chunks: await count("file_chunks") };
+      const error = await openaiClient(url, p.keys.acme.key)
+        .files.create({
+          file: await toFile(Buffer.alloc(3 * 1024 * 1024, 97), "big.bin"),
+          purpose: "user_data",
+        })
+        .catch((e: unknown) => e);
+      expect(error).toMatchObject({ status: 413, code: "file_too_large", param: "file" });
+      expect((error as Error).message).toContain(String(limit));
+      expect({ files: await count("files"), chunks: await count("file_chunks") }).toEqual(before);
+      // The line limit is the one set too.
+      const lines = await openaiClient(url, p.keys.acme.key)
+        .files.create({
+          file: await toFile(Buffer.from("{}\n".repeat(11)), "b.jsonl"),
+          purpose: "batch",
+        })
+        .catch((e: unknown) => e);
+      expect(lines).toMatchObject({ status: 400, code: "too_many_lines" });
+    } finally {
+      await small.close();
+    }
   });
 
   it("refuses what is not a form, a missing purpose and an unknown one, naming the field", async () => {
