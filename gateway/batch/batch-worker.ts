@@ -88,6 +88,8 @@ export class BatchWorker {
   private readonly abort = new AbortController();
   private loops: Promise<void>[] = [];
   private lastSweep = 0;
+  /** When a lease last found nothing: idle runners then look once per poll between them. */
+  private lastEmptyLease = Number.NEGATIVE_INFINITY;
   private readonly now: () => number;
 
   constructor(private readonly options: BatchWorkerOptions) {
@@ -359,8 +361,10 @@ export class BatchWorker {
    */
   private async runOnce(): Promise<boolean> {
     if (!this.registryLoaded()) return false;
+    if (this.now() - this.lastEmptyLease < this.options.pollMs) return false;
     const db = await this.options.store();
     const leased = await this.lease(db, this.options.linesPerLease ?? LINES_PER_LEASE);
+    if (leased.length === 0) this.lastEmptyLease = this.now();
     const outcomes: Array<[LeasedLine, Outcome]> = [];
     for (const line of leased) {
       if (this.stopped) break;
