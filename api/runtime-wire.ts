@@ -22,6 +22,13 @@ export const USAGE_HEADERS = {
  */
 export const RESPONSE_ID_HEADER = "x-modelgate-response-id";
 
+/**
+ * Set by the gateway's batch workers (`batch`) on what they send to a
+ * runtime: the runtime admits such requests only behind interactive ones.
+ * Callers cannot set it: the gateway builds the headers it forwards itself.
+ */
+export const PRIORITY_HEADER = "x-modelgate-priority";
+
 export interface Usage {
   inputTokens: number;
   outputTokens: number;

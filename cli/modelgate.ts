@@ -144,6 +144,16 @@ program
   .option("--valkey-ca-file <pem>", "CA certificates to trust for a rediss:// Valkey")
   .option("--replicas <n>", "gateway replicas; the limits are split by it while Valkey is down")
   .option("--body-limit-bytes <n>", "largest request body")
+  .option("--batch-workers <n>", "batch lines this replica runs at once; 0: none (default 4)")
+  .option(
+    "--batch-completion-window <s>",
+    "seconds a batch has before its unfinished lines expire (default 86400)",
+  )
+  .option(
+    "--batch-lease-seconds <s>",
+    "seconds a batch line is leased to a worker before another may take it (default 60)",
+  )
+  .option("--batch-poll-ms <ms>", "how often an idle batch worker looks for work (default 500)")
   .option("--log-level <level>")
   .action(async (flags: Record<string, unknown>) => {
     const { serveGateway } = await import("../gateway/main.js");

@@ -86,6 +86,13 @@ export const pricingSchema = z.object({
     .default("USD"),
   inputPerMillionTokens: price.default("0"),
   outputPerMillionTokens: price.default("0"),
+  batchDiscount: z
+    .string()
+    .regex(/^(0(\.[0-9]{1,6})?|1(\.0{1,6})?)$/, "must be a fraction from 0 to 1, such as 0.5")
+    .default("0.5")
+    .describe(
+      "The share taken off both prices for requests run in a batch (/v1/batches): 0.5 is half price",
+    ),
 });
 
 /** Where the runtime pods may run: copied into the pod template as they are. */

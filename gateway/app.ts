@@ -1,9 +1,17 @@
+import multipart from "@fastify/multipart";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Kysely } from "kysely";
 import { sendError } from "../api/error-envelope.js";
 import { HttpErrors } from "../lib/http/http-errors.js";
 import { acceptJsonBodiesOnly } from "../lib/http/json-body.js";
 import type { KeyStore } from "./auth/key-store.js";
+import { batchHandlers } from "./batch/batches.routes.js";
+import {
+  FILE_LIMITS,
+  fileHandlers,
+  type FileLimits,
+  type StoreHandle,
+} from "./batch/files.routes.js";
 import type { Meter } from "./metering/meter.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { openApiDocumentOf } from "./openapi.js";
@@ -32,6 +40,7 @@ import {
   ROUTES,
   answerOtherMethods,
   fastifyPath,
+  registerManagementRoutes,
   registerRoutes,
   servedMethods,
 } from "./routes/route-table.js";
@@ -71,7 +80,15 @@ export interface GatewayDeps {
   /** Seconds a client has to send its whole request (headers and body); 408 after. */
   requestTimeoutSeconds?: number;
   version?: string;
+  /** The system of record for files and batches; without it their routes answer 503. */
+  store?: StoreHandle;
+  /** Upload limits: 200 MB and 50,000 lines unless set (tests only). */
+  fileLimits?: FileLimits;
+  /** A batch's completion window; 24 hours unless set (`--batch-completion-window`). */
+  batchWindowSeconds?: number;
 }
+
+export const DEFAULT_BATCH_WINDOW_SECONDS = 24 * 3600;
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 export const DEFAULT_REQUEST_TIMEOUT_SECONDS = 30;
@@ -160,6 +177,27 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
     // A stream's usage is known at its last event: its token reservation is settled once it ends.
     scope.addHook("onResponse", settleStreamedTokens(limits));
     registerRoutes(scope, { ...deps, metering, responses: deps.responses ?? null });
+    // The Files and Batch routes, in a scope of their own that also reads multipart forms.
+    scope.register(async (management) => {
+      await management.register(multipart, {
+        // The route counts bytes itself and refuses past its limit with its own
+        // 413; past one byte more the reader drops the rest of the file itself.
+        throwFileSizeLimit: false,
+        limits: {
+          fileSize: (deps.fileLimits ?? FILE_LIMITS).bytes + 1,
+          files: 1,
+          fields: 8,
+          parts: 16,
+        },
+      });
+      const store = deps.store ?? (() => Promise.reject(new Error("no store configured")));
+      registerManagementRoutes(management, {
+        ...fileHandlers(store, deps.now, deps.fileLimits),
+        ...batchHandlers(store, deps.now, {
+          windowSeconds: deps.batchWindowSeconds ?? DEFAULT_BATCH_WINDOW_SECONDS,
+        }),
+      });
+    });
     done();
   });
 

@@ -5,6 +5,7 @@ import type { Logger } from "../lib/logger.js";
 import { KeyStore } from "./auth/key-store.js";
 import { parseKeysFile } from "./auth/keys-file.js";
 import type { GatewayDeps, PaymentDeps } from "./app.js";
+import { BatchWorker } from "./batch/batch-worker.js";
 import { readSecretFile, readSigningSecrets, type GatewayConfig } from "./config.js";
 import { createHttpSinkSender, isRetryableSinkError } from "./metering/http-sink.js";
 import { Meter } from "./metering/meter.js";
@@ -255,7 +256,24 @@ export async function createGatewayComponents(
     now: Date.now,
     bodyLimit: config.bodyLimitBytes,
     requestTimeoutSeconds: config.requestTimeout,
+    store: () => store.db(),
+    batchWindowSeconds: config.batchCompletionWindow,
   };
+  // Batch work runs in every replica (docs/batch.md): leases in the store share it out.
+  if (config.batchWorkers > 0) {
+    const worker = new BatchWorker({
+      store: () => store.db(),
+      registry,
+      upstream,
+      logger,
+      concurrency: config.batchWorkers,
+      leaseMs: config.batchLeaseSeconds * 1000,
+      pollMs: config.batchPollMs,
+    });
+    worker.start();
+    // Before the upstream closes: the worker hands its leases back first.
+    closers.push(() => worker.stop());
+  }
   return {
     deps,
     store,

@@ -107,6 +107,17 @@ export const gatewayConfigSchema = z.object({
    */
   replicas: positiveInt.max(1000).default(1),
   bodyLimitBytes: positiveInt.default(1024 * 1024),
+  /**
+   * Batch lines this replica runs at once (docs/batch.md); 0: this replica
+   * runs no batch work, only serves the Files and Batch routes.
+   */
+  batchWorkers: z.coerce.number().int().min(0).max(1024).default(4),
+  /** Seconds a batch has to finish before its unfinished lines expire (24 hours). */
+  batchCompletionWindow: positiveInt.max(7 * 86_400).default(86_400),
+  /** Seconds a leased batch line is a worker's before another may take it over. */
+  batchLeaseSeconds: positiveInt.max(3600).default(60),
+  /** Milliseconds an idle batch worker waits before it looks for work again. */
+  batchPollMs: positiveInt.max(60_000).default(500),
   logLevel: z.string().default("info"),
 });
 

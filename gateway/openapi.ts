@@ -152,38 +152,34 @@ function operation(route: RouteSpec, registry: ModelRegistry): JsonObject {
   // The credential header is described by the security scheme, not as a parameter.
   const credential =
     auth === "api-key" ? "x-api-key" : auth === "pay-signature" ? "pay-signature" : null;
+  const headers = route.requestHeaders
+    .filter((h) => h.name !== credential)
+    .map((h) => ({
+      in: "header",
+      name: h.name,
+      required: h.required,
+      description: h.description,
+      schema: { type: "string" },
+    }));
+  const pathParams = (route.pathParams ?? []).map((p) => ({
+    in: "path",
+    name: p.name,
+    required: true,
+    description: p.description,
+    schema: schemaOf(p.schema, "input"),
+  }));
+  const body = modelRoute
+    ? { "application/json": { schema: requestBodySchema(modelRoute, registry) } }
+    : route.body
+      ? { [route.body.mediaType]: { schema: schemaOf(route.body.schema, "input") } }
+      : null;
   return {
     operationId: route.operationId,
     summary: route.summary,
     description: route.description,
     ...(auth !== "none" ? { security: [{ [SECURITY_SCHEME[auth]]: [] }] } : {}),
-    parameters: [
-      ...(route.pathParams ?? []).map((p) => ({
-        in: "path",
-        name: p.name,
-        required: true,
-        description: p.description,
-        schema: schemaOf(p.schema, "input"),
-      })),
-      ...route.requestHeaders
-        .filter((h) => h.name !== credential)
-        .map((h) => ({
-          in: "header",
-          name: h.name,
-          required: h.required,
-          description: h.description,
-          schema: { type: "string" },
-        })),
-      ...(route.query ? queryParameters(route.query) : []),
-    ],
-    ...(modelRoute
-      ? {
-          requestBody: {
-            required: true,
-            content: { "application/json": { schema: requestBodySchema(modelRoute, registry) } },
-          },
-        }
-      : {}),
+    parameters: [...pathParams, ...headers, ...(route.query ? queryParameters(route.query) : [])],
+    ...(body ? { requestBody: { required: true, content: body } } : {}),
     responses,
   };
 }

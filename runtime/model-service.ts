@@ -6,7 +6,7 @@ import type {
   PreparedClassification,
   ZeroShotClassifier,
 } from "./classify/classifier.js";
-import { AdmissionQueue } from "./engine/admission-queue.js";
+import { AdmissionQueue, type Priority } from "./engine/admission-queue.js";
 import { BatchExecutor } from "./engine/batch-executor.js";
 import { DecodeScheduler } from "./generation/decode-scheduler.js";
 import { PrefixCache } from "./generation/prefix-cache.js";
@@ -134,10 +134,17 @@ export class ModelService {
     return this.lane.admission.inFlight;
   }
 
-  async respond(request: ResponsesRequest, signal?: AbortSignal): Promise<ServiceResult> {
+  async respond(
+    request: ResponsesRequest,
+    signal?: AbortSignal,
+    priority: Priority = "interactive",
+  ): Promise<ServiceResult> {
     const lane = this.lane;
     if (lane.task === "text-generation") {
-      return { task: "text-generation", outcome: await this.generate(request, signal) };
+      return {
+        task: "text-generation",
+        outcome: await this.generate(request, signal, undefined, priority),
+      };
     }
     if (lane.task === "entity-extraction") {
       const parsed = parseExtractionOptions(request.metadata);
@@ -147,7 +154,7 @@ export class ModelService {
       }
       const resolved = resolveExtraction(parsed.options, lane.extractor);
       const prepared = lane.extractor.prepare(request.input, resolved.settings);
-      const entities = await lane.admission.submit(prepared, signal);
+      const entities = await lane.admission.submit(prepared, signal, priority);
       return {
         task: "entity-extraction",
         entities,
@@ -157,7 +164,7 @@ export class ModelService {
       };
     }
     const prepared = lane.classifier.prepare(request);
-    const scores = await lane.admission.submit(prepared, signal);
+    const scores = await lane.admission.submit(prepared, signal, priority);
     return { task: "zero-shot-classification", scores, inputTokens: prepared.inputTokens };
   }
 
@@ -170,13 +177,14 @@ export class ModelService {
     request: ResponsesRequest,
     signal?: AbortSignal,
     onToken?: (id: number) => void,
+    priority: Priority = "interactive",
   ): Promise<GenerationOutcome> {
     const lane = this.lane;
     if (lane.task !== "text-generation") throw new Error(`a ${lane.task} model does not generate`);
     const { generator } = lane;
     const prepared = generator.prepare(request);
     const job = generator.job(prepared, this.random, onToken);
-    const outcome = generator.outcome(prepared, await lane.admission.submit(job, signal));
+    const outcome = generator.outcome(prepared, await lane.admission.submit(job, signal, priority));
     this.metrics.timeToFirstToken.observe(outcome.firstTokenMs / 1000);
     if (outcome.cachedTokens > 0) {
       this.metrics.prefixCacheHits.inc();

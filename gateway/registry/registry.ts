@@ -27,6 +27,8 @@ export interface ModelPrices {
   /** Decimal strings, such as "0.50". */
   inputPerMillionTokens: string;
   outputPerMillionTokens: string;
+  /** The fraction taken off both prices in a batch (`pricing.batchDiscount`), such as "0.5". */
+  batchDiscount: string;
 }
 
 /** A model without `pricing` costs nothing: its requests are still metered, at zero. */
@@ -34,6 +36,7 @@ export const FREE: ModelPrices = {
   currency: "USD",
   inputPerMillionTokens: "0",
   outputPerMillionTokens: "0",
+  batchDiscount: "0.5",
 };
 
 export function routableModel(object: InferenceModel, endpoints: readonly string[]): RoutableModel {
@@ -59,6 +62,7 @@ function pricesOf(object: InferenceModel): ModelPrices {
     currency: pricing.currency,
     inputPerMillionTokens: pricing.inputPerMillionTokens,
     outputPerMillionTokens: pricing.outputPerMillionTokens,
+    batchDiscount: pricing.batchDiscount,
   };
 }
 

@@ -21,9 +21,26 @@ export interface ResponseSpec {
   headers?: HeaderSpec[];
 }
 
-/** What a route does, which picks its handler. */
+/**
+ * What a route does, which picks its handler. `files-and-batches`: a Files
+ * or Batch route, served by its handler of the same `operationId` in the
+ * scope that reads multipart forms (gateway/batch/).
+ */
 export type RouteAction =
-  "infer" | "retrieve" | "delete" | "list-input-items" | "usage-completions" | "usage-costs";
+  | "infer"
+  | "retrieve"
+  | "delete"
+  | "list-input-items"
+  | "usage-completions"
+  | "usage-costs"
+  | "files-and-batches";
+
+/** A path parameter (`{name}` in `path`). */
+export interface ParamSpec {
+  name: string;
+  description: string;
+  schema: ZodType;
+}
 
 export interface RouteSpec {
   method: "POST" | "GET" | "DELETE";
@@ -31,7 +48,7 @@ export interface RouteSpec {
   path: string;
   action: RouteAction;
   /** Path parameters, for the document; each `{name}` of the path. */
-  pathParams?: Array<{ name: string; description: string; schema: ZodType }>;
+  pathParams?: ParamSpec[];
   /** The query string's parameters, for the document (the handler validates them). */
   query?: ZodObject;
   operationId: string;
@@ -39,5 +56,7 @@ export interface RouteSpec {
   description: string;
   config: GatewayRouteConfig;
   requestHeaders: HeaderSpec[];
+  /** The body of a route that serves no model (a model route's comes from the registry). */
+  body?: { mediaType: "application/json" | "multipart/form-data"; schema: ZodType };
   responses: Record<number, ResponseSpec>;
 }

@@ -1,4 +1,10 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from "fastify";
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  HTTPMethods,
+  RouteHandlerMethod,
+} from "fastify";
 import { HttpErrors } from "../../lib/http/http-errors.js";
 import { RequestBodySchema } from "../plugins/body-admission.js";
 import type { ModelRegistry } from "../registry/registry.js";
@@ -7,6 +13,8 @@ import { payResponsesRoute } from "./pay-responses.route.js";
 import { PLAIN_ROUTE } from "./route-config.js";
 import type { RouteAction, RouteSpec } from "./route-spec.js";
 import { responsesRoute } from "./responses.route.js";
+import { BATCH_ROUTES } from "../batch/batches.routes.js";
+import { FILE_ROUTES } from "../batch/files.routes.js";
 import { deleteHandler, inputItemsHandler, retrieveHandler } from "./stored-responses.handler.js";
 import { paidStoredResponseRoutes, storedResponseRoutes } from "./stored-responses.route.js";
 import { usageHandlers, type UsageDeps } from "./usage.handler.js";
@@ -20,6 +28,8 @@ export const ROUTES: readonly RouteSpec[] = [
   ...paidStoredResponseRoutes,
   completionsUsageRoute,
   costsRoute,
+  ...FILE_ROUTES,
+  ...BATCH_ROUTES,
 ];
 
 /** A path as Fastify writes it: `:name` for OpenAPI's `{name}`. */
@@ -41,7 +51,7 @@ export interface RouteTableDeps extends InferenceDeps, UsageDeps {
  */
 export function registerRoutes(scope: FastifyInstance, deps: RouteTableDeps): void {
   const usage = usageHandlers(deps);
-  const handlers: Record<RouteAction, RouteHandler> = {
+  const handlers: Record<Exclude<RouteAction, "files-and-batches">, RouteHandler> = {
     infer: inferenceHandler(deps),
     retrieve: retrieveHandler(deps),
     delete: deleteHandler(deps),
@@ -51,6 +61,8 @@ export function registerRoutes(scope: FastifyInstance, deps: RouteTableDeps): vo
   };
   for (const spec of ROUTES) {
     const { modelRoute } = spec.config;
+    // The Files and Batch routes are registered with their handlers, in their scope.
+    if (spec.action === "files-and-batches") continue;
     scope.route({
       method: spec.method,
       url: fastifyPath(spec.path),
@@ -107,4 +119,26 @@ export function servedMethods(
     served.set(path, [...(served.get(path) ?? []), method]);
   }
   return served;
+}
+
+/**
+ * The Files and Batch routes (no model, no inference handler): each spec
+ * with the handler of its `operationId`, in a scope that reads multipart
+ * forms for the upload.
+ */
+export function registerManagementRoutes(
+  scope: FastifyInstance,
+  handlers: Readonly<Record<string, RouteHandlerMethod>>,
+): void {
+  for (const spec of ROUTES) {
+    if (spec.action !== "files-and-batches") continue;
+    const handler = handlers[spec.operationId];
+    if (!handler) throw new Error(`no handler for ${spec.operationId}`);
+    scope.route({
+      method: spec.method,
+      url: fastifyPath(spec.path),
+      config: { gateway: spec.config },
+      handler,
+    });
+  }
 }

@@ -10,10 +10,14 @@ export interface Database {
   usage_ledger: UsageLedgerTable;
   usage_export_cursor: UsageExportCursorTable;
   stored_responses: StoredResponsesTable;
+  files: FilesTable;
+  file_chunks: FileChunksTable;
+  batches: BatchesTable;
+  batch_lines: BatchLinesTable;
 }
 
 /** The routes a ledger row can come from. */
-export const LEDGER_ROUTES = ["/v1/responses", "/pay/v1/responses"] as const;
+export const LEDGER_ROUTES = ["/v1/responses", "/pay/v1/responses", "/v1/batches"] as const;
 export type LedgerRoute = (typeof LEDGER_ROUTES)[number];
 
 /**
@@ -73,4 +77,78 @@ export interface StoredResponsesTable {
   served_by: string | null;
   created_at: ColumnType<Date, Date | string, never>;
   expires_at: ColumnType<Date, Date | string, never>;
+}
+
+/** A timestamp column written as a Date (or RFC 3339) and read as a Date. */
+type Timestamp = ColumnType<Date, Date | string, Date | string>;
+
+/** An uploaded or generated file; its bytes are in `file_chunks`. */
+export interface FilesTable {
+  id: string;
+  account: string;
+  project: string | null;
+  purpose: string;
+  filename: string;
+  /** `bigint`: read back as a string by both engines' drivers. */
+  bytes: ColumnType<string, number | string | undefined, number | string>;
+  lines: ColumnType<number, number | undefined, number>;
+  state: "uploading" | "processed";
+  created_at: Timestamp;
+  expires_at: Timestamp | null;
+}
+
+export interface FileChunksTable {
+  file_id: string;
+  seq: number;
+  data: Uint8Array;
+}
+
+export const BATCH_STATUSES = [
+  "validating",
+  "failed",
+  "in_progress",
+  "finalizing",
+  "completed",
+  "expired",
+  "cancelling",
+  "cancelled",
+] as const;
+export type BatchStatus = (typeof BATCH_STATUSES)[number];
+
+export interface BatchesTable {
+  id: string;
+  account: string;
+  project: string | null;
+  key_id: string;
+  input_file_id: string;
+  endpoint: string;
+  completion_window: string;
+  status: BatchStatus;
+  metadata: ColumnType<Record<string, string> | null, string | null, string | null>;
+  errors: ColumnType<unknown, string | null, string | null>;
+  output_file_id: string | null;
+  error_file_id: string | null;
+  total: ColumnType<number, number | undefined, number>;
+  created_at: Timestamp;
+  expires_at: Timestamp;
+  in_progress_at: Timestamp | null;
+  finalizing_at: Timestamp | null;
+  completed_at: Timestamp | null;
+  failed_at: Timestamp | null;
+  expired_at: Timestamp | null;
+  cancelling_at: Timestamp | null;
+  cancelled_at: Timestamp | null;
+}
+
+export interface BatchLinesTable {
+  batch_id: string;
+  line_no: number;
+  custom_id: string;
+  /** The request body as the input line held it (JSON text). */
+  body: string;
+  state: "pending" | "completed" | "failed";
+  lease_owner: string | null;
+  lease_until: Timestamp | null;
+  /** The output line (JSON text) once the line has its result. */
+  result: string | null;
 }

@@ -25,6 +25,15 @@ export interface AdmissionOptions {
   now?: (() => number) | undefined;
 }
 
+/**
+ * Interactive requests are taken first; `batch` ones (marked by the gateway's
+ * batch workers) only when no interactive request waits, so they fill idle
+ * capacity and an interactive request never queues behind one. Each lane
+ * has its own `maxQueue`: waiting batch work never makes interactive
+ * requests overflow.
+ */
+export type Priority = "interactive" | "batch";
+
 export interface QueueLoad {
   waiting: number;
   inFlight: number;
@@ -65,6 +74,8 @@ export function abortReason(signal: AbortSignal): CodedError {
 
 export class AdmissionQueue<J, R> {
   private readonly waiting: Waiting<J, R>[] = [];
+  /** The batch lane: taken from only while `waiting` is empty. */
+  private readonly batchWaiting: Waiting<J, R>[] = [];
   private admitted = 0;
   private closed = false;
   private wake: (() => void) | null = null;
@@ -75,9 +86,9 @@ export class AdmissionQueue<J, R> {
     this.now = options.now ?? (() => performance.now());
   }
 
-  /** Requests waiting for the model. */
+  /** Requests waiting for the model, in both lanes. */
   get depth(): number {
-    return this.waiting.length;
+    return this.waiting.length + this.batchWaiting.length;
   }
 
   /** Requests the executor has taken and not yet settled. */
@@ -94,10 +105,11 @@ export class AdmissionQueue<J, R> {
     this.wake = wake;
   }
 
-  submit(job: J, signal?: AbortSignal): Promise<R> {
+  submit(job: J, signal?: AbortSignal, priority: Priority = "interactive"): Promise<R> {
     if (this.closed) return Promise.reject(RuntimeErrors.notReady());
     if (signal?.aborted) return Promise.reject(abortReason(signal));
-    if (this.waiting.length >= this.options.maxQueue) {
+    const lane = priority === "batch" ? this.batchWaiting : this.waiting;
+    if (lane.length >= this.options.maxQueue) {
       return Promise.reject(RuntimeErrors.overloaded(1));
     }
     return new Promise<R>((resolve, reject) => {
@@ -112,28 +124,30 @@ export class AdmissionQueue<J, R> {
       if (signal) {
         // A caller that went away leaves at once and never costs a model run.
         entry.onAbort = () => {
-          const index = this.waiting.indexOf(entry);
+          const index = lane.indexOf(entry);
           if (index < 0) return;
-          this.waiting.splice(index, 1);
+          lane.splice(index, 1);
           this.report();
           reject(abortReason(signal));
         };
         signal.addEventListener("abort", entry.onAbort, { once: true });
       }
-      this.waiting.push(entry);
+      lane.push(entry);
       this.report();
       this.wake?.();
     });
   }
 
-  /** The oldest waiting job, left waiting: for an executor that admits only what fits. */
+  /** The next job to be taken, left waiting: for an executor that admits only what fits. */
   peek(): J | undefined {
-    return this.waiting[0]?.job;
+    return (this.waiting[0] ?? this.batchWaiting[0])?.job;
   }
 
-  /** Admits up to `max` waiting requests, oldest first. */
+  /** Admits up to `max` waiting requests: interactive ones oldest first, then batch ones. */
   take(max: number): Admitted<J, R>[] {
-    const taken = this.waiting.splice(0, Math.max(0, max));
+    const room = Math.max(0, max);
+    const taken = this.waiting.splice(0, room);
+    if (taken.length < room) taken.push(...this.batchWaiting.splice(0, room - taken.length));
     if (taken.length === 0) return [];
     const now = this.now();
     const admitted = taken.map((entry) => {
@@ -169,6 +183,6 @@ export class AdmissionQueue<J, R> {
   }
 
   private report(): void {
-    this.options.onLoad?.({ waiting: this.waiting.length, inFlight: this.admitted });
+    this.options.onLoad?.({ waiting: this.depth, inFlight: this.admitted });
   }
 }

@@ -5,6 +5,7 @@ import { completedResponse } from "../../api/responses-response.js";
 import { USAGE_HEADERS } from "../../api/runtime-wire.js";
 import type { RuntimeContext } from "../context.js";
 import type { ModelService } from "../model-service.js";
+import { priorityOf } from "./priority.js";
 import { adoptResponseId } from "./response-id.js";
 
 /**
@@ -21,7 +22,7 @@ export async function respondToRequest(
   signal: AbortSignal,
 ): Promise<unknown> {
   const responseId = adoptResponseId(reply);
-  const result = await service.respond(body, signal);
+  const result = await service.respond(body, signal, priorityOf(reply.request));
   const seconds = (context.now() - arrivedAt) / 1000;
   context.metrics.duration.observe({ task: result.task }, seconds);
 

@@ -123,6 +123,7 @@ export const invalid: [string, unknown][] = [
   ["an unknown route", withSpec({ routes: ["grpc"] })],
   ["pricing without a service slug", withSpec({ pricing: { currency: "USD" } })],
   ["a lower-case currency", withSpec({ pricing: { serviceSlug: "s", currency: "usd" } })],
+  ["a batch discount over 1", withSpec({ pricing: { serviceSlug: "s", batchDiscount: "1.5" } })],
   [
     "a price with two dots",
     withSpec({ pricing: { serviceSlug: "s", outputPerMillionTokens: "1.2.3" } }),

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { BatchErrors } from "../../gateway/batch/batch-errors.js";
 import { HttpErrors } from "../../lib/http/http-errors.js";
 import { GatewayErrors } from "../../gateway/errors.js";
 import { PAY_ERROR_CODES } from "../../gateway/pay/pay-errors.js";
@@ -13,6 +14,7 @@ const codes = [
   ...new Set([
     ...Object.values(HttpErrors).map((e) => e.code),
     ...Object.values(GatewayErrors).map((e) => e.code),
+    ...Object.values(BatchErrors).map((e) => e.code),
     ...PAY_ERROR_CODES,
     ...Object.values(RuntimeErrors).map((e) => e.code),
     ...FETCH_ERROR_CODES,
@@ -58,6 +60,12 @@ describe("docs/errors.md", () => {
         "pay_signature_expired",
         "payment_required",
         "model_load_failed",
+        "file_not_found",
+        "batch_not_found",
+        "file_too_large",
+        "too_many_lines",
+        "batch_not_cancellable",
+        "store_unavailable",
         ...FETCH_ERROR_CODES,
       ].sort(),
     );

@@ -121,6 +121,7 @@ const COVERAGE: Coverage[] = [
   { command: "npm run bench:extract", runBy: [[CI, "npm run bench:extract -- --quick"]] },
   { command: "npm run bench:prefix", runBy: [[CI, "npm run bench:prefix -- --quick"]] },
   { command: "npm run bench:streaming", runBy: [[CI, "npm run bench:streaming -- --quick"]] },
+  { command: "npm run bench:batch", runBy: [[CI, "npm run bench:batch -- --quick"]] },
   // The CI entry point itself: what a CI job runs on a clean clone.
   { command: "bash .ci/run", runBy: [[CI, "npm ci", "npm test"]] },
 ];

@@ -40,6 +40,39 @@ describe("AdmissionQueue", () => {
     expect(queue.take(1)).toEqual([]);
   });
 
+  it("takes interactive requests before batch ones, whenever they arrived", () => {
+    const queue = new AdmissionQueue<string, string>({ maxQueue: 10 });
+    void queue.submit("b1", undefined, "batch");
+    void queue.submit("b2", undefined, "batch");
+    void queue.submit("i1");
+    expect(queue.depth).toBe(3);
+    expect(queue.peek()).toBe("i1");
+    expect(queue.take(2).map((a) => a.job)).toEqual(["i1", "b1"]);
+    void queue.submit("i2");
+    void queue.submit("b3", undefined, "batch");
+    expect(queue.take(10).map((a) => a.job)).toEqual(["i2", "b2", "b3"]);
+  });
+
+  it("bounds each lane on its own: waiting batch work never makes an interactive request overflow", async () => {
+    const queue = new AdmissionQueue<string, string>({ maxQueue: 2 });
+    void queue.submit("b1", undefined, "batch");
+    void queue.submit("b2", undefined, "batch");
+    const refused = await queue.submit("b3", undefined, "batch").catch((e: unknown) => e);
+    expect(codeOf(refused)).toBe("rate_limit_exceeded");
+    const interactive = queue.submit("i1");
+    expect(await stateOf(interactive)).toBe("pending");
+    expect(queue.take(1).map((a) => a.job)).toEqual(["i1"]);
+  });
+
+  it("drops a batch request whose caller went away from the batch lane", async () => {
+    const queue = new AdmissionQueue<string, string>({ maxQueue: 2 });
+    const controller = new AbortController();
+    const gone = queue.submit("gone", controller.signal, "batch");
+    controller.abort();
+    await expect(gone).rejects.toSatisfy((e) => codeOf(e) === "client_closed_request");
+    expect(queue.depth).toBe(0);
+  });
+
   it("drops a request whose caller went away while it waited: at once, as 499, freeing its place", async () => {
     const queue = new AdmissionQueue<string, string>({ maxQueue: 2 });
     const controller = new AbortController();

@@ -2,6 +2,7 @@ import type { Migration } from "kysely/migration";
 import * as usageLedger from "./0001-usage-ledger.js";
 import * as usageRead from "./0002-usage-read.js";
 import * as storedResponses from "./0003-stored-responses.js";
+import * as filesAndBatches from "./0004-files-and-batches.js";
 
 /**
  * Every migration, by name, in the order they apply. Listed here rather than
@@ -13,4 +14,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0001-usage-ledger": usageLedger,
   "0002-usage-read": usageRead,
   "0003-stored-responses": storedResponses,
+  "0004-files-and-batches": filesAndBatches,
 };

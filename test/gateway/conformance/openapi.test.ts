@@ -20,6 +20,15 @@ afterAll(async () => p?.close());
 const PATHS = { "api-key": "/v1/responses", pay: "/pay/v1/responses" } as const;
 type Route = keyof typeof PATHS;
 const USAGE_PATHS = ["/v1/organization/usage/completions", "/v1/organization/costs"];
+/** Documented in their own tests (test/gateway/batch/). */
+const FILES_AND_BATCH_PATHS = [
+  "/v1/files",
+  "/v1/files/{file_id}",
+  "/v1/files/{file_id}/content",
+  "/v1/batches",
+  "/v1/batches/{batch_id}",
+  "/v1/batches/{batch_id}/cancel",
+];
 const op = (route: Route) => ((doc.paths as Json)[PATHS[route]] as Json).post as Json;
 const responses = (route: Route) => op(route).responses as Record<string, Json>;
 const headerNames = (route: Route, status: number) =>
@@ -56,13 +65,19 @@ describe("openapi · the document", () => {
     expect(typeof (doc.info as Json).version).toBe("string");
   });
 
-  it("openapi · 4 · documents the model paths, the stored-response paths and the usage paths", () => {
+  it("openapi · 4 · documents the model paths, the stored-response paths the usage paths, and the Files and Batch paths", () => {
     const stored = (prefix: string) => [
       `${prefix}/v1/responses/{response_id}`,
       `${prefix}/v1/responses/{response_id}/input_items`,
     ];
     expect(Object.keys(doc.paths as Json).sort()).toEqual(
-      [...Object.values(PATHS), ...stored(""), ...stored("/pay"), ...USAGE_PATHS].sort(),
+      [
+        ...Object.values(PATHS),
+        ...stored(""),
+        ...stored("/pay"),
+        ...USAGE_PATHS,
+        ...FILES_AND_BATCH_PATHS,
+      ].sort(),
     );
     expect(op("api-key")).toBeDefined();
     expect(op("pay")).toBeDefined();

@@ -1,0 +1,191 @@
+import { sql, type Kysely, type Selectable } from "kysely";
+import type { BatchError, BatchObject } from "../../api/batches.js";
+import type { BatchListQuery } from "../../api/files.js";
+import { randomHex } from "../../lib/random-hex.js";
+import type { BatchesTable, BatchStatus, Database } from "../store/database.js";
+import { pageOf, type Page } from "./file-store.js";
+import type { Owner } from "./owner.js";
+
+/**
+ * Batches in the system of record. `request_counts` are counted from the
+ * lines themselves, so they move while the batch runs and can never
+ * disagree with the results.
+ */
+export function newBatchId(): string {
+  return `batch_${randomHex(12)}`;
+}
+
+const seconds = (date: Date | null) => (date ? Math.floor(date.getTime() / 1000) : null);
+
+export interface Counts {
+  completed: number;
+  failed: number;
+}
+
+export function batchObjectOf(row: Selectable<BatchesTable>, counts: Counts): BatchObject {
+  const errors = row.errors as BatchError[] | null;
+  return {
+    id: row.id,
+    object: "batch",
+    endpoint: row.endpoint as BatchObject["endpoint"],
+    errors: errors && errors.length > 0 ? { object: "list", data: errors } : null,
+    input_file_id: row.input_file_id,
+    completion_window: row.completion_window as BatchObject["completion_window"],
+    status: row.status,
+    output_file_id: row.output_file_id,
+    error_file_id: row.error_file_id,
+    created_at: seconds(row.created_at)!,
+    in_progress_at: seconds(row.in_progress_at),
+    expires_at: seconds(row.expires_at),
+    finalizing_at: seconds(row.finalizing_at),
+    completed_at: seconds(row.completed_at),
+    failed_at: seconds(row.failed_at),
+    expired_at: seconds(row.expired_at),
+    cancelling_at: seconds(row.cancelling_at),
+    cancelled_at: seconds(row.cancelled_at),
+    request_counts: { total: row.total, completed: counts.completed, failed: counts.failed },
+    metadata: row.metadata ?? null,
+  };
+}
+
+export interface NewBatch {
+  owner: Owner;
+  keyId: string;
+  inputFileId: string;
+  endpoint: string;
+  completionWindow: string;
+  metadata: Record<string, string> | null;
+  createdAt: Date;
+  expiresAt: Date;
+}
+
+export async function createBatch(
+  db: Kysely<Database>,
+  batch: NewBatch,
+): Promise<Selectable<BatchesTable>> {
+  return db
+    .insertInto("batches")
+    .values({
+      id: newBatchId(),
+      account: batch.owner.account,
+      project: batch.owner.project,
+      key_id: batch.keyId,
+      input_file_id: batch.inputFileId,
+      endpoint: batch.endpoint,
+      completion_window: batch.completionWindow,
+      status: "validating",
+      metadata: batch.metadata ? JSON.stringify(batch.metadata) : null,
+      errors: null,
+      created_at: batch.createdAt,
+      expires_at: batch.expiresAt,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function findBatch(
+  db: Kysely<Database>,
+  owner: Owner,
+  id: string,
+): Promise<Selectable<BatchesTable> | undefined> {
+  let query = db
+    .selectFrom("batches")
+    .selectAll()
+    .where("id", "=", id)
+    .where("account", "=", owner.account);
+  query =
+    owner.project === null
+      ? query.where("project", "is", null)
+      : query.where("project", "=", owner.project);
+  return query.executeTakeFirst();
+}
+
+/** Completed and failed lines of each batch. */
+export async function countsOf(
+  db: Kysely<Database>,
+  ids: readonly string[],
+): Promise<Map<string, Counts>> {
+  const counts = new Map<string, Counts>(ids.map((id) => [id, { completed: 0, failed: 0 }]));
+  if (ids.length === 0) return counts;
+  const rows = await db
+    .selectFrom("batch_lines")
+    .select(["batch_id", "state", (eb) => eb.fn.countAll<string>().as("n")])
+    .where("batch_id", "in", ids)
+    .where("state", "!=", "pending")
+    .groupBy(["batch_id", "state"])
+    .execute();
+  for (const row of rows) {
+    const entry = counts.get(row.batch_id)!;
+    if (row.state === "completed") entry.completed = Number(row.n);
+    else entry.failed = Number(row.n);
+  }
+  return counts;
+}
+
+export async function batchObject(
+  db: Kysely<Database>,
+  row: Selectable<BatchesTable>,
+): Promise<BatchObject> {
+  return batchObjectOf(row, (await countsOf(db, [row.id])).get(row.id)!);
+}
+
+/** One page of the owner's batches, newest first; null when `after` is not one of theirs. */
+export async function listBatches(
+  db: Kysely<Database>,
+  owner: Owner,
+  query: BatchListQuery,
+): Promise<Page<BatchObject> | null> {
+  let select = db.selectFrom("batches").selectAll().where("account", "=", owner.account);
+  select =
+    owner.project === null
+      ? select.where("project", "is", null)
+      : select.where("project", "=", owner.project);
+  if (query.after) {
+    const cursor = await findBatch(db, owner, query.after);
+    if (!cursor) return null;
+    select = select.where(
+      sql<boolean>`(created_at, id) < (${cursor.created_at}::timestamptz, ${cursor.id}::text)`,
+    );
+  }
+  const rows = await select
+    .orderBy("created_at", "desc")
+    .orderBy("id", "desc")
+    .limit(query.limit + 1)
+    .execute();
+  const counts = await countsOf(
+    db,
+    rows.map((row) => row.id),
+  );
+  return pageOf(
+    rows.map((row) => batchObjectOf(row, counts.get(row.id)!)),
+    query.limit,
+  );
+}
+
+const CANCELLABLE: readonly BatchStatus[] = ["validating", "in_progress"];
+
+/**
+ * Asks for a batch to stop: `cancelling` until a worker finalizes it as
+ * `cancelled` (finished results kept). Asking again is answered with the
+ * batch as it is; a finished batch cannot be cancelled.
+ */
+export async function requestCancel(
+  db: Kysely<Database>,
+  owner: Owner,
+  id: string,
+  now: Date,
+): Promise<{ row: Selectable<BatchesTable> } | { notCancellable: BatchStatus } | null> {
+  const found = await findBatch(db, owner, id);
+  if (!found) return null;
+  const updated = await db
+    .updateTable("batches")
+    .set({ status: "cancelling", cancelling_at: now })
+    .where("id", "=", found.id)
+    .where("status", "in", CANCELLABLE)
+    .returningAll()
+    .executeTakeFirst();
+  if (updated) return { row: updated };
+  const current = (await findBatch(db, owner, id))!;
+  if (current.status === "cancelling" || current.status === "cancelled") return { row: current };
+  return { notCancellable: current.status };
+}

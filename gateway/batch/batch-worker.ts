@@ -1,0 +1,561 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { sql, type Kysely } from "kysely";
+import type { BatchError, BatchOutputLine } from "../../api/batches.js";
+import { MAX_BATCH_LINES } from "../../api/files.js";
+import { newId } from "../../api/responses-response.js";
+import { PRIORITY_HEADER, RESPONSE_ID_HEADER } from "../../api/runtime-wire.js";
+import { isCodedError } from "../../lib/coded-error.js";
+import { errorText } from "../../lib/error-text.js";
+import type { Logger } from "../../lib/logger.js";
+import { randomHex } from "../../lib/random-hex.js";
+import type { ModelRegistry } from "../registry/registry.js";
+import type { Database } from "../store/database.js";
+import type { LedgerEntry } from "../store/ledger-entry.js";
+import { recordLedgerEntries } from "../store/usage-ledger.js";
+import type { Upstream } from "../upstream/forward.js";
+import { relayOf } from "../upstream/relay.js";
+import { batchCostOf } from "./batch-pricing.js";
+import { BatchLineValidator } from "./batch-validation.js";
+import { fileLines, sweepAbandonedUploads, writeGeneratedFile } from "./file-store.js";
+import type { StoreHandle } from "./files.routes.js";
+
+/**
+ * A batch worker, one in each gateway replica. Every step is a claim in the
+ * store, so any number of replicas share the work and none runs a step
+ * twice:
+ *
+ * - validation: a `validating` batch is locked (`FOR UPDATE SKIP LOCKED`),
+ *   its file checked line by line and written as `batch_lines`, in one
+ *   transaction: a batch is validated once, whole, or not at all;
+ * - lines: runners lease a few pending lines at a time (`FOR UPDATE SKIP
+ *   LOCKED` with an expiry), run them against a runtime at batch priority,
+ *   and write each result (and its usage, in the same transaction) only
+ *   while the line is still pending and still theirs. A killed worker's
+ *   leases expire and another takes the lines; a result is written once;
+ * - finalization: a batch with nothing pending, past its window, or being
+ *   cancelled is locked and finished in one transaction (output and error
+ *   files, the final status).
+ *
+ * State lives only in the store: a batch survives the restart of every
+ * gateway, and the first worker up resumes it.
+ */
+export interface BatchWorkerOptions {
+  store: StoreHandle;
+  registry: ModelRegistry;
+  upstream: Upstream;
+  logger: Logger;
+  /** Lines in flight in this replica at most: batch work fills idle capacity only. */
+  concurrency: number;
+  /** How long a leased line is this worker's before another may take it. */
+  leaseMs: number;
+  /** Pause of an idle runner before it looks for work again. */
+  pollMs: number;
+  /** Lines a runner leases at once. */
+  linesPerLease?: number;
+  now?: () => number;
+  /** Distinguishes this worker's leases (default: random). */
+  workerId?: string;
+}
+
+/** A line leased to this worker, with what billing needs of its batch. */
+interface LeasedLine {
+  batch_id: string;
+  line_no: number;
+  custom_id: string;
+  body: string;
+  account: string;
+  project: string | null;
+  key_id: string;
+}
+
+type Outcome =
+  | { state: "completed" | "failed"; line: BatchOutputLine; ledger: LedgerEntry | null }
+  | { state: "retry" };
+
+const OUTPUT_FILE_DAYS = 30;
+const RETRY_DELAY_MS = 1000;
+const SWEEP_EVERY_MS = 60_000;
+const ABANDONED_UPLOAD_MS = 60 * 60_000;
+/** Errors listed in a failed batch's `errors.data`, at most. */
+const MAX_LISTED_ERRORS = 1000;
+const INSERT_ROWS = 500;
+/** Lines a runner leases at once: their results are written in one transaction. */
+const LINES_PER_LEASE = 8;
+
+export class BatchWorker {
+  readonly id: string;
+  private stopped = false;
+  private readonly abort = new AbortController();
+  private loops: Promise<void>[] = [];
+  private lastSweep = 0;
+  /** When a lease last found nothing: idle runners then look once per poll between them. */
+  private lastEmptyLease = Number.NEGATIVE_INFINITY;
+  private readonly now: () => number;
+
+  constructor(private readonly options: BatchWorkerOptions) {
+    this.id = options.workerId ?? `worker-${randomHex(8)}`;
+    this.now = options.now ?? Date.now;
+  }
+
+  start(): void {
+    this.loops.push(this.loop("housekeeping", () => this.housekeeping()));
+    for (let i = 0; i < this.options.concurrency; i++) {
+      this.loops.push(this.loop(`runner ${i}`, () => this.runOnce()));
+    }
+  }
+
+  /** Stops leasing, cancels what runs, and hands this worker's leases back at once. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.abort.abort();
+    await Promise.all(this.loops);
+    const db = await this.options.store().catch(() => null);
+    await db
+      ?.updateTable("batch_lines")
+      .set({ lease_owner: null, lease_until: null })
+      .where("lease_owner", "=", this.id)
+      .where("state", "=", "pending")
+      .execute()
+      .catch(() => undefined);
+  }
+
+  /** Runs `step` until stopped; a step that found nothing to do (false) waits `pollMs`. */
+  private async loop(name: string, step: () => Promise<boolean>): Promise<void> {
+    while (!this.stopped) {
+      let busy = false;
+      try {
+        busy = await step();
+      } catch (error) {
+        if (this.stopped) return;
+        this.options.logger.warn(
+          { worker: this.id, err: errorText(error) },
+          `batch ${name} failed`,
+        );
+      }
+      if (!busy && !this.stopped) {
+        await sleep(this.options.pollMs, undefined, { signal: this.abort.signal }).catch(
+          () => undefined,
+        );
+      }
+    }
+  }
+
+  private async housekeeping(): Promise<boolean> {
+    const db = await this.options.store();
+    if (this.now() - this.lastSweep > SWEEP_EVERY_MS) {
+      this.lastSweep = this.now();
+      await sweepAbandonedUploads(db, new Date(this.now() - ABANDONED_UPLOAD_MS));
+    }
+    // Until the registry has its models, a model would look unknown: no validation yet.
+    const validated = this.registryLoaded() ? await this.validateNext(db) : false;
+    const finalized = await this.finalizeNext(db);
+    return validated || finalized;
+  }
+
+  /** Validates one `validating` batch, if any is free; true when it did. */
+  async validateNext(db: Kysely<Database>): Promise<boolean> {
+    return db.transaction().execute(async (trx) => {
+      const batch = await trx
+        .selectFrom("batches")
+        .selectAll()
+        .where("status", "=", "validating")
+        .orderBy("created_at")
+        .limit(1)
+        .forUpdate()
+        .skipLocked()
+        .executeTakeFirst();
+      if (!batch) return false;
+      const errors: BatchError[] = [];
+      let errorCount = 0;
+      const addError = (error: BatchError) => {
+        errorCount++;
+        if (errors.length < MAX_LISTED_ERRORS) errors.push(error);
+      };
+      let total = 0;
+      const file = await trx
+        .selectFrom("files")
+        .select(["id", "purpose"])
+        .where("id", "=", batch.input_file_id)
+        .where("state", "=", "processed")
+        .executeTakeFirst();
+      if (!file) {
+        addError({
+          code: "file_not_found",
+          message: `The input file ${batch.input_file_id} no longer exists.`,
+          param: "input_file_id",
+          line: null,
+        });
+      } else {
+        const validator = new BatchLineValidator(this.options.registry, batch.endpoint);
+        let rows: Array<{ line_no: number; custom_id: string; body: string }> = [];
+        const flush = async () => {
+          if (rows.length === 0) return;
+          await trx
+            .insertInto("batch_lines")
+            .values(rows.map((row) => ({ ...row, batch_id: batch.id, state: "pending" as const })))
+            .execute();
+          rows = [];
+        };
+        try {
+          for await (const { line, text } of fileLines(trx, file.id)) {
+            if (text.trim() === "") continue;
+            total++;
+            if (total > MAX_BATCH_LINES) {
+              addError({
+                code: "too_many_lines",
+                message: `A batch holds at most ${MAX_BATCH_LINES} requests.`,
+                param: null,
+                line,
+              });
+              break;
+            }
+            const verdict = validator.check(line, text);
+            if (!verdict.ok) {
+              addError(verdict.error);
+              continue;
+            }
+            // Once a line failed the batch fails: the rest are only checked.
+            if (errorCount > 0) continue;
+            rows.push({ line_no: line, custom_id: verdict.customId, body: verdict.body });
+            if (rows.length >= INSERT_ROWS) await flush();
+          }
+        } catch (error) {
+          addError({
+            code: "invalid_file",
+            message: `The input file could not be read as UTF-8 text: ${errorText(error)}`,
+            param: null,
+            line: null,
+          });
+        }
+        if (errorCount === 0) await flush();
+        if (total === 0 && errorCount === 0) {
+          addError({
+            code: "empty_file",
+            message: "The input file has no requests.",
+            param: null,
+            line: null,
+          });
+        }
+      }
+      const at = new Date(this.now());
+      if (errorCount > 0) {
+        await trx.deleteFrom("batch_lines").where("batch_id", "=", batch.id).execute();
+        await trx
+          .updateTable("batches")
+          .set({ status: "failed", failed_at: at, errors: JSON.stringify(errors), total: 0 })
+          .where("id", "=", batch.id)
+          .execute();
+        this.options.logger.info(
+          { batch: batch.id, errors: errorCount },
+          "batch failed validation",
+        );
+      } else {
+        await trx
+          .updateTable("batches")
+          .set({ status: "in_progress", in_progress_at: at, total })
+          .where("id", "=", batch.id)
+          .execute();
+        this.options.logger.info({ batch: batch.id, total }, "batch in progress");
+      }
+      return true;
+    });
+  }
+
+  /**
+   * Finishes one batch that is done, past its window, or being cancelled:
+   * its unfinished lines are reported as `batch_expired` or `batch_cancelled`
+   * in the error file, finished ones are kept; true when it did.
+   */
+  async finalizeNext(db: Kysely<Database>): Promise<boolean> {
+    const now = new Date(this.now());
+    return db.transaction().execute(async (trx) => {
+      const batch = await trx
+        .selectFrom("batches")
+        .selectAll()
+        .where((eb) =>
+          eb.or([
+            eb("status", "=", "cancelling"),
+            eb.and([
+              eb("status", "=", "in_progress"),
+              eb.or([
+                eb("expires_at", "<=", now),
+                eb.not(
+                  eb.exists(
+                    eb
+                      .selectFrom("batch_lines")
+                      .select(sql.lit(1).as("one"))
+                      .whereRef("batch_lines.batch_id", "=", "batches.id")
+                      .where("batch_lines.state", "=", "pending"),
+                  ),
+                ),
+              ]),
+            ]),
+          ]),
+        )
+        .orderBy("created_at")
+        .limit(1)
+        .forUpdate()
+        .skipLocked()
+        .executeTakeFirst();
+      if (!batch) return false;
+      const terminal =
+        batch.status === "cancelling"
+          ? "cancelled"
+          : batch.expires_at <= now
+            ? "expired"
+            : "completed";
+      if (terminal !== "completed") {
+        const code = terminal === "expired" ? "batch_expired" : "batch_cancelled";
+        const message =
+          terminal === "expired"
+            ? "This request was not run within the batch's completion window."
+            : "This request was not run: the batch was cancelled.";
+        await sql`
+          UPDATE batch_lines SET state = 'failed', lease_owner = NULL, lease_until = NULL,
+            result = json_build_object(
+              'id', 'batch_req_' || substr(md5(batch_id || ':' || line_no), 1, 24),
+              'custom_id', custom_id,
+              'response', NULL,
+              'error', json_build_object('code', ${code}::text, 'message', ${message}::text)
+            )::text
+          WHERE batch_id = ${batch.id} AND state = 'pending'
+        `.execute(trx);
+      }
+      const file = (kind: "output" | "error") => ({
+        owner: { account: batch.account, project: batch.project },
+        purpose: "batch_output" as const,
+        filename: `${batch.id}_${kind}.jsonl`,
+        createdAt: now,
+        expiresAt: new Date(now.getTime() + OUTPUT_FILE_DAYS * 86_400_000),
+      });
+      const outputId = (await hasLines(trx, batch.id, "completed"))
+        ? await writeGeneratedFile(trx, file("output"), resultsOf(trx, batch.id, "completed"))
+        : null;
+      const errorId = (await hasLines(trx, batch.id, "failed"))
+        ? await writeGeneratedFile(trx, file("error"), resultsOf(trx, batch.id, "failed"))
+        : null;
+      await trx
+        .updateTable("batches")
+        .set({
+          status: terminal,
+          finalizing_at: now,
+          [`${terminal}_at`]: now,
+          output_file_id: outputId,
+          error_file_id: errorId,
+        })
+        .where("id", "=", batch.id)
+        .execute();
+      this.options.logger.info({ batch: batch.id, status: terminal }, "batch finalized");
+      return true;
+    });
+  }
+
+  private registryLoaded(): boolean {
+    return this.options.registry.list().length > 0;
+  }
+
+  /**
+   * Leases a few lines, runs them one after another, and writes their
+   * results together: one transaction per lease rather than per line.
+   * True when there were any.
+   */
+  private async runOnce(): Promise<boolean> {
+    if (!this.registryLoaded()) return false;
+    if (this.now() - this.lastEmptyLease < this.options.pollMs) return false;
+    const db = await this.options.store();
+    const leased = await this.lease(db, this.options.linesPerLease ?? LINES_PER_LEASE);
+    if (leased.length === 0) this.lastEmptyLease = this.now();
+    const outcomes: Array<[LeasedLine, Outcome]> = [];
+    for (const line of leased) {
+      if (this.stopped) break;
+      outcomes.push([line, await this.run(line)]);
+    }
+    await this.record(db, outcomes);
+    return leased.length > 0;
+  }
+
+  async lease(db: Kysely<Database>, count: number): Promise<LeasedLine[]> {
+    const until = new Date(this.now() + this.options.leaseMs);
+    const now = new Date(this.now());
+    const result = await sql<LeasedLine>`
+      UPDATE batch_lines AS l
+      SET lease_owner = ${this.id}, lease_until = ${until}
+      FROM batches AS b
+      WHERE b.id = l.batch_id
+        AND (l.batch_id, l.line_no) IN (
+          SELECT c.batch_id, c.line_no
+          FROM batch_lines AS c JOIN batches AS cb ON cb.id = c.batch_id
+          WHERE cb.status = 'in_progress' AND cb.expires_at > ${now}
+            AND c.state = 'pending'
+            AND (c.lease_until IS NULL OR c.lease_until < ${now})
+          ORDER BY cb.created_at, c.batch_id, c.line_no
+          LIMIT ${count}
+          FOR UPDATE OF c SKIP LOCKED
+        )
+      RETURNING l.batch_id, l.line_no, l.custom_id, l.body, b.account, b.project, b.key_id
+    `.execute(db);
+    return result.rows;
+  }
+
+  /**
+   * Writes each result only while its line is still pending and still this
+   * worker's, with the usage of those written in the same transaction; a
+   * line to retry is handed back for a short while instead.
+   */
+  private async record(db: Kysely<Database>, outcomes: Array<[LeasedLine, Outcome]>) {
+    if (outcomes.length === 0) return;
+    await db.transaction().execute(async (trx) => {
+      const ledger: LedgerEntry[] = [];
+      for (const [line, outcome] of outcomes) {
+        const mine = trx
+          .updateTable("batch_lines")
+          .where("batch_id", "=", line.batch_id)
+          .where("line_no", "=", line.line_no)
+          .where("lease_owner", "=", this.id)
+          .where("state", "=", "pending");
+        if (outcome.state === "retry") {
+          // Any worker may try it again after a short while.
+          await mine.set({ lease_until: new Date(this.now() + RETRY_DELAY_MS) }).execute();
+          continue;
+        }
+        const written = await mine
+          .set({
+            state: outcome.state,
+            result: JSON.stringify(outcome.line),
+            lease_owner: null,
+            lease_until: null,
+          })
+          .executeTakeFirst();
+        // Another worker took the line after this lease expired, or the batch
+        // ended: its result is not this one, and neither is its usage.
+        if (Number(written.numUpdatedRows) === 1 && outcome.ledger) ledger.push(outcome.ledger);
+      }
+      await recordLedgerEntries(trx, ledger);
+    });
+  }
+
+  /** Sends one line to a runtime of its model, at batch priority. */
+  private async run(line: LeasedLine): Promise<Outcome> {
+    const requestId = `batch_req_${randomHex(12)}`;
+    const body = JSON.parse(line.body) as { model: string };
+    const failed = (code: string, message: string): Outcome => ({
+      state: "failed",
+      line: { id: requestId, custom_id: line.custom_id, response: null, error: { code, message } },
+      ledger: null,
+    });
+    const model = this.options.registry.resolve(body.model);
+    // Validation found the model: one gone since (or not yet listed after a
+    // restart) is waited for within the window, then the line expires.
+    if (!model || !model.routes.has("api-key")) return { state: "retry" };
+    const responseId = newId("resp");
+    let answer;
+    try {
+      answer = await this.options.upstream.forward({
+        model,
+        body: Buffer.from(line.body),
+        headers: {
+          "content-type": "application/json",
+          "x-request-id": requestId,
+          [RESPONSE_ID_HEADER]: responseId,
+          [PRIORITY_HEADER]: "batch",
+        },
+        signal: this.abort.signal,
+      });
+    } catch (error) {
+      if (this.stopped) return { state: "retry" };
+      // A runtime that could not be reached, or failed: tried again later, within the window.
+      if (isCodedError(error) && error.statusCode !== 408) return { state: "retry" };
+      if (isCodedError(error)) return failed(error.code, error.message);
+      return { state: "retry" };
+    }
+    const relay = relayOf(answer.status, answer.headers, model.id);
+    if (relay.kind === "error") return { state: "retry" };
+    const response = {
+      status_code: answer.status,
+      request_id: requestId,
+      body: parseJson(answer.body),
+    };
+    if (relay.kind === "client-error") {
+      return {
+        state: "failed",
+        line: { id: requestId, custom_id: line.custom_id, response, error: null },
+        ledger: null,
+      };
+    }
+    if (!relay.usage) {
+      // Without usage nothing can be billed: as the synchronous route, no answer for free.
+      this.options.logger.error(
+        { model: model.id, endpoint: answer.endpoint },
+        "runtime answered without usage headers",
+      );
+      return failed("upstream_error", `The runtime of model '${model.id}' failed to answer.`);
+    }
+    const tokens = relay.usage;
+    return {
+      state: "completed",
+      line: { id: requestId, custom_id: line.custom_id, response, error: null },
+      ledger: {
+        responseId,
+        requestId,
+        route: "/v1/batches",
+        account: line.account,
+        project: line.project,
+        keyId: line.key_id,
+        agentId: null,
+        model: model.id,
+        inputTokens: tokens.inputTokens,
+        outputTokens: tokens.outputTokens,
+        cost: batchCostOf(tokens, model.prices),
+        currency: model.prices.currency,
+        time: new Date(this.now()).toISOString(),
+      },
+    };
+  }
+}
+
+function parseJson(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString("utf8"));
+  } catch {
+    return body.toString("utf8");
+  }
+}
+
+async function hasLines(
+  db: Kysely<Database>,
+  batchId: string,
+  state: "completed" | "failed",
+): Promise<boolean> {
+  const row = await db
+    .selectFrom("batch_lines")
+    .select("line_no")
+    .where("batch_id", "=", batchId)
+    .where("state", "=", state)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** A batch's result lines of one state, in input order, a page at a time. */
+async function* resultsOf(
+  db: Kysely<Database>,
+  batchId: string,
+  state: "completed" | "failed",
+): AsyncGenerator<string, void, undefined> {
+  const page = 1000;
+  let after = 0;
+  for (;;) {
+    const rows = await db
+      .selectFrom("batch_lines")
+      .select(["line_no", "result"])
+      .where("batch_id", "=", batchId)
+      .where("state", "=", state)
+      .where("line_no", ">", after)
+      .orderBy("line_no")
+      .limit(page)
+      .execute();
+    for (const row of rows) yield row.result!;
+    if (rows.length < page) return;
+    after = rows.at(-1)!.line_no;
+  }
+}

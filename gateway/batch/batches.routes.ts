@@ -1,0 +1,169 @@
+import type { FastifyRequest, RouteHandlerMethod } from "fastify";
+import { z } from "zod";
+import { batchIdSchema, batchObjectSchema, createBatchRequestSchema } from "../../api/batches.js";
+import { batchListQuerySchema, listPageSchema } from "../../api/files.js";
+import { HttpErrors } from "../../lib/http/http-errors.js";
+import { REQUEST_ID } from "../routes/common-responses.js";
+import type { ResponseSpec, RouteSpec } from "../routes/route-spec.js";
+import { BatchErrors } from "./batch-errors.js";
+import { batchObject, createBatch, findBatch, listBatches, requestCancel } from "./batch-store.js";
+import { findFile } from "./file-store.js";
+import {
+  API_KEY_HEADERS,
+  FILES_ROUTE_CONFIG,
+  managementErrors,
+  ownerOf,
+  storeOf,
+  type StoreHandle,
+} from "./files.routes.js";
+import { parseOr400 } from "./parse.js";
+
+/**
+ * The Batch routes (`/v1/batches`): API-key only. Creating a batch records
+ * it as `validating` and returns; the batch workers (batch-worker.ts) do
+ * the rest, in whichever gateway replica is free.
+ */
+const ok = (description: string, schema: z.ZodType): ResponseSpec => ({
+  description,
+  schema,
+  headers: [REQUEST_ID],
+});
+const notFound: ResponseSpec = {
+  ...managementErrors[400]!,
+  description: "No such batch (or input file) for this account and project",
+};
+const batchIdParam = [{ name: "batch_id", description: "The batch's id", schema: batchIdSchema }];
+
+export const BATCH_ROUTES: readonly RouteSpec[] = [
+  {
+    method: "POST",
+    path: "/v1/batches",
+    action: "files-and-batches",
+    operationId: "createBatch",
+    summary: "Create a batch",
+    description:
+      "Runs the requests of a `batch` file (JSONL: `custom_id`, `method`, `url`, `body`) against `/v1/responses` within 24 hours, at the models' batch prices, outside the per-request rate limits. The batch starts as `validating`: a file with a bad line ends as `failed` with `errors` listing the lines.",
+    config: FILES_ROUTE_CONFIG,
+    requestHeaders: API_KEY_HEADERS,
+    body: { mediaType: "application/json", schema: createBatchRequestSchema },
+    responses: {
+      200: ok("The Batch object", batchObjectSchema),
+      ...managementErrors,
+      404: notFound,
+    },
+  },
+  {
+    method: "GET",
+    path: "/v1/batches",
+    action: "files-and-batches",
+    operationId: "listBatches",
+    summary: "List batches",
+    description: "The caller's batches, newest first; cursor pagination with `after`.",
+    config: FILES_ROUTE_CONFIG,
+    requestHeaders: API_KEY_HEADERS,
+    query: batchListQuerySchema,
+    responses: {
+      200: ok("A page of Batch objects", listPageSchema(batchObjectSchema, "BatchList")),
+      ...managementErrors,
+    },
+  },
+  {
+    method: "GET",
+    path: "/v1/batches/{batch_id}",
+    action: "files-and-batches",
+    operationId: "retrieveBatch",
+    summary: "Retrieve a batch",
+    description: "The Batch object, its `request_counts` as they stand.",
+    config: FILES_ROUTE_CONFIG,
+    requestHeaders: API_KEY_HEADERS,
+    pathParams: batchIdParam,
+    responses: {
+      200: ok("The Batch object", batchObjectSchema),
+      ...managementErrors,
+      404: notFound,
+    },
+  },
+  {
+    method: "POST",
+    path: "/v1/batches/{batch_id}/cancel",
+    action: "files-and-batches",
+    operationId: "cancelBatch",
+    summary: "Cancel a batch",
+    description:
+      "A `validating` or `in_progress` batch becomes `cancelling`, then `cancelled` with its finished results kept. A finished batch cannot be cancelled (400).",
+    config: FILES_ROUTE_CONFIG,
+    requestHeaders: API_KEY_HEADERS,
+    pathParams: batchIdParam,
+    responses: {
+      200: ok("The Batch object", batchObjectSchema),
+      ...managementErrors,
+      404: notFound,
+    },
+  },
+];
+
+const idParams = z.object({ batch_id: z.string() });
+
+export interface BatchRouteOptions {
+  /** The completion window, in seconds (`--batch-completion-window`; 24 hours). */
+  windowSeconds: number;
+}
+
+export function batchHandlers(
+  store: StoreHandle,
+  now: () => number,
+  options: BatchRouteOptions,
+): Record<string, RouteHandlerMethod> {
+  const batchOf = async (request: FastifyRequest) => {
+    const { batch_id } = idParams.parse(request.params);
+    const db = await storeOf(store);
+    const batch = await findBatch(db, ownerOf(request), batch_id);
+    if (!batch) throw BatchErrors.batchNotFound(batch_id);
+    return { db, batch };
+  };
+  return {
+    createBatch: async (request) => {
+      const body = parseOr400(createBatchRequestSchema, request.body);
+      const owner = ownerOf(request);
+      const db = await storeOf(store);
+      const file = await findFile(db, owner, body.input_file_id);
+      if (!file) throw BatchErrors.fileNotFound(body.input_file_id, "input_file_id");
+      if (file.purpose !== "batch") {
+        throw HttpErrors.invalidRequest(
+          `The file ${file.id} was not uploaded with purpose 'batch'.`,
+          "input_file_id",
+        );
+      }
+      const createdAt = new Date(now());
+      const caller = request.caller;
+      const row = await createBatch(db, {
+        owner,
+        keyId: caller?.kind === "api-key" ? caller.keyId : "",
+        inputFileId: file.id,
+        endpoint: body.endpoint,
+        completionWindow: body.completion_window,
+        metadata: body.metadata ?? null,
+        createdAt,
+        expiresAt: new Date(createdAt.getTime() + options.windowSeconds * 1000),
+      });
+      return batchObject(db, row);
+    },
+    listBatches: async (request) => {
+      const query = parseOr400(batchListQuerySchema, request.query);
+      const page = await listBatches(await storeOf(store), ownerOf(request), query);
+      if (!page) throw HttpErrors.invalidRequest(`Invalid 'after': no such batch.`, "after");
+      return page;
+    },
+    retrieveBatch: async (request) => {
+      const { db, batch } = await batchOf(request);
+      return batchObject(db, batch);
+    },
+    cancelBatch: async (request) => {
+      const { db, batch } = await batchOf(request);
+      const result = await requestCancel(db, ownerOf(request), batch.id, new Date(now()));
+      if (!result) throw BatchErrors.batchNotFound(batch.id);
+      if ("notCancellable" in result) throw BatchErrors.batchNotCancellable(result.notCancellable);
+      return batchObject(db, result.row);
+    },
+  };
+}

@@ -1,0 +1,313 @@
+import { Readable } from "node:stream";
+import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from "fastify";
+import type { Kysely } from "kysely";
+import { z } from "zod";
+import { errorEnvelopeSchema } from "../../api/error-envelope.js";
+import {
+  fileDeletedSchema,
+  fileIdSchema,
+  fileListQuerySchema,
+  fileListSchema,
+  fileObjectSchema,
+  fileUploadFormSchema,
+  MAX_BATCH_LINES,
+  MAX_FILE_BYTES,
+  UPLOAD_PURPOSES,
+  type FilePurpose,
+} from "../../api/files.js";
+import type { CodedError } from "../../lib/coded-error.js";
+import { HttpErrors } from "../../lib/http/http-errors.js";
+import { REQUEST_ID } from "../routes/common-responses.js";
+import type { GatewayRouteConfig } from "../routes/route-config.js";
+import type { HeaderSpec, ResponseSpec, RouteSpec } from "../routes/route-spec.js";
+import type { Database } from "../store/database.js";
+import { BatchErrors } from "./batch-errors.js";
+import {
+  ChunkBuffer,
+  deleteFile,
+  fileContent,
+  fileObjectOf,
+  findFile,
+  listFiles,
+  FileWriter,
+} from "./file-store.js";
+import type { Owner } from "./owner.js";
+import { parseOr400 } from "./parse.js";
+
+/**
+ * The Files routes (`/v1/files`): API-key only, owned by the caller's account
+ * and project. Management calls, not inference: no per-request rate limit
+ * and nothing metered.
+ */
+export const FILES_ROUTE_CONFIG: GatewayRouteConfig = Object.freeze({
+  auth: "api-key",
+  rateLimit: "none",
+  metering: "none",
+  modelRoute: null,
+  metricsName: null,
+  errorBody: "envelope",
+});
+
+export const API_KEY_HEADERS: HeaderSpec[] = [
+  {
+    name: "x-api-key",
+    required: true,
+    description: "The caller's API key. `Authorization: Bearer <key>` is accepted as an alias.",
+  },
+  {
+    name: "x-project-id",
+    required: false,
+    description: "A project of the key's account: files and batches belong to it.",
+  },
+  REQUEST_ID,
+];
+
+const envelope = (description: string): ResponseSpec => ({
+  description,
+  schema: errorEnvelopeSchema,
+  headers: [REQUEST_ID],
+});
+
+export const managementErrors: Record<number, ResponseSpec> = {
+  400: envelope("A missing or invalid parameter (`error.param` names it)"),
+  401: envelope("Missing, malformed, unknown or revoked API key"),
+  403: envelope("The key's account may not use the project in x-project-id"),
+  503: envelope("The store is unavailable; retry"),
+};
+
+const notFound = envelope("No such object for this account and project");
+const ok = (description: string, schema: z.ZodType): ResponseSpec => ({
+  description,
+  schema,
+  headers: [REQUEST_ID],
+});
+const fileIdParam = [{ name: "file_id", description: "The file's id", schema: fileIdSchema }];
+
+export const FILE_ROUTES: readonly RouteSpec[] = [
+  {
+    method: "POST",
+    path: "/v1/files",
+    action: "files-and-batches",
+    operationId: "createFile",
+    summary: "Upload a file",
+    description: `Uploads a file (multipart form: \`file\`, \`purpose\`), streamed to the store. At most ${MAX_FILE_BYTES} bytes (413), and ${MAX_BATCH_LINES} lines for purpose \`batch\` (400).`,
+    config: FILES_ROUTE_CONFIG,
+    requestHeaders: API_KEY_HEADERS,
+    body: { mediaType: "multipart/form-data", schema: fileUploadFormSchema },
+    responses: {
+      200: ok("The File object", fileObjectSchema),
+      ...managementErrors,
+      413: envelope("The file is over 200 MB"),
+    },
+  },
+  {
+    method: "GET",
+    path: "/v1/files",
+    action: "files-and-batches",
+    operationId: "listFiles",
+    summary: "List files",
+    description:
+      "The caller's files, newest first unless `order=asc`; cursor pagination with `after`.",
+    config: FILES_ROUTE_CONFIG,
+    requestHeaders: API_KEY_HEADERS,
+    query: fileListQuerySchema,
+    responses: { 200: ok("A page of File objects", fileListSchema), ...managementErrors },
+  },
+  {
+    method: "GET",
+    path: "/v1/files/{file_id}",
+    action: "files-and-batches",
+    operationId: "retrieveFile",
+    summary: "Retrieve a file",
+    description: "The File object.",
+    config: FILES_ROUTE_CONFIG,
+    requestHeaders: API_KEY_HEADERS,
+    pathParams: fileIdParam,
+    responses: { 200: ok("The File object", fileObjectSchema), ...managementErrors, 404: notFound },
+  },
+  {
+    method: "DELETE",
+    path: "/v1/files/{file_id}",
+    action: "files-and-batches",
+    operationId: "deleteFile",
+    summary: "Delete a file",
+    description: "Deletes the file and its content.",
+    config: FILES_ROUTE_CONFIG,
+    requestHeaders: API_KEY_HEADERS,
+    pathParams: fileIdParam,
+    responses: { 200: ok("Deleted", fileDeletedSchema), ...managementErrors, 404: notFound },
+  },
+  {
+    method: "GET",
+    path: "/v1/files/{file_id}/content",
+    action: "files-and-batches",
+    operationId: "retrieveFileContent",
+    summary: "Retrieve a file's content",
+    description: "The file's bytes as uploaded (or as a batch wrote them), streamed.",
+    config: FILES_ROUTE_CONFIG,
+    requestHeaders: API_KEY_HEADERS,
+    pathParams: fileIdParam,
+    responses: {
+      200: { description: "The file's bytes (`application/octet-stream`)", headers: [REQUEST_ID] },
+      ...managementErrors,
+      404: notFound,
+    },
+  },
+];
+
+/** The store as the Files and Batch routes reach it; rejects while it cannot be opened. */
+export type StoreHandle = () => Promise<Kysely<Database>>;
+
+export async function storeOf(store: StoreHandle): Promise<Kysely<Database>> {
+  try {
+    return await store();
+  } catch (error) {
+    throw Object.assign(BatchErrors.storeUnavailable(), { cause: error });
+  }
+}
+
+export function ownerOf(request: FastifyRequest): Owner {
+  const caller = request.caller;
+  if (caller?.kind !== "api-key") throw new Error("a Files or Batch route without an API key");
+  return { account: caller.account, project: caller.project };
+}
+
+const idParams = z.object({ file_id: z.string() });
+
+const FILENAME_MAX = 255;
+const NEWLINE = 0x0a;
+
+/**
+ * POST /v1/files: the file part is written to the store chunk by chunk as
+ * it arrives, its bytes and lines counted on the way; over a limit the
+ * upload is refused and what was written of it deleted.
+ */
+/** The upload limits; smaller ones only in tests. */
+export interface FileLimits {
+  bytes: number;
+  batchLines: number;
+}
+
+export const FILE_LIMITS: FileLimits = { bytes: MAX_FILE_BYTES, batchLines: MAX_BATCH_LINES };
+
+async function upload(
+  store: StoreHandle,
+  now: () => number,
+  limits: FileLimits,
+  request: FastifyRequest,
+): Promise<unknown> {
+  if (!request.isMultipart()) {
+    throw HttpErrors.invalidRequest(
+      "The body must be multipart/form-data with the fields 'file' and 'purpose'.",
+      "file",
+    );
+  }
+  const owner = ownerOf(request);
+  const db = await storeOf(store);
+  let purpose: FilePurpose | undefined;
+  let writer: FileWriter | undefined;
+  let lines = 0;
+  let refusal: CodedError | undefined;
+  try {
+    for await (const part of request.parts()) {
+      if (part.type === "field") {
+        if (part.fieldname !== "purpose") continue;
+        const value = String(part.value);
+        if (!(UPLOAD_PURPOSES as readonly string[]).includes(value)) {
+          throw HttpErrors.invalidRequest(
+            `Invalid 'purpose': must be one of ${UPLOAD_PURPOSES.join(", ")}.`,
+            "purpose",
+          );
+        }
+        purpose = value as FilePurpose;
+        continue;
+      }
+      if (part.fieldname !== "file" || writer) {
+        throw HttpErrors.invalidRequest("Send exactly one file, in the field 'file'.", "file");
+      }
+      writer = await FileWriter.open(db, {
+        owner,
+        // The purpose may come after the file: it is set once the form is read.
+        purpose: purpose ?? "user_data",
+        filename: (part.filename || "file").slice(0, FILENAME_MAX),
+        createdAt: new Date(now()),
+        expiresAt: null,
+      });
+      const buffer = new ChunkBuffer(writer);
+      let bytes = 0;
+      let last = NEWLINE;
+      for await (const data of part.file as AsyncIterable<Buffer>) {
+        // Once refused, the rest is read and dropped: a client still sending
+        // its body would not read an answer sent before the body ends.
+        if (refusal) continue;
+        bytes += data.length;
+        for (let i = data.indexOf(NEWLINE); i !== -1; i = data.indexOf(NEWLINE, i + 1)) lines++;
+        last = data[data.length - 1] ?? last;
+        if (bytes > limits.bytes) refusal = BatchErrors.fileTooLarge(limits.bytes);
+        else if (purpose === "batch" && lines > limits.batchLines) {
+          refusal = BatchErrors.tooManyLines(limits.batchLines);
+        } else await buffer.push(data);
+      }
+      if (last !== NEWLINE) lines++;
+      if (!refusal) await buffer.flush();
+    }
+    if (refusal) throw refusal;
+    if (!writer) throw HttpErrors.invalidRequest("Missing required parameter: 'file'.", "file");
+    if (!purpose)
+      throw HttpErrors.invalidRequest("Missing required parameter: 'purpose'.", "purpose");
+    if (purpose === "batch" && lines > limits.batchLines) {
+      throw BatchErrors.tooManyLines(limits.batchLines);
+    }
+    await db.updateTable("files").set({ purpose }).where("id", "=", writer.id).execute();
+    await writer.finish(lines);
+  } catch (error) {
+    await writer
+      ?.discard()
+      .catch((discardError: unknown) =>
+        request.log.error(
+          { err: discardError, file: writer?.id },
+          "could not delete a refused upload",
+        ),
+      );
+    throw error;
+  }
+  const row = await findFile(db, owner, writer.id);
+  return fileObjectOf(row!);
+}
+
+export function fileHandlers(
+  store: StoreHandle,
+  now: () => number,
+  limits: FileLimits = FILE_LIMITS,
+): Record<string, RouteHandlerMethod> {
+  const fileOf = async (request: FastifyRequest) => {
+    const { file_id } = idParams.parse(request.params);
+    const db = await storeOf(store);
+    const file = await findFile(db, ownerOf(request), file_id);
+    if (!file) throw BatchErrors.fileNotFound(file_id, "file_id");
+    return { db, file };
+  };
+  return {
+    createFile: (request) => upload(store, now, limits, request),
+    listFiles: async (request) => {
+      const query = parseOr400(fileListQuerySchema, request.query);
+      const page = await listFiles(await storeOf(store), ownerOf(request), query);
+      if (!page) throw HttpErrors.invalidRequest(`Invalid 'after': no such file.`, "after");
+      return page;
+    },
+    retrieveFile: async (request) => fileObjectOf((await fileOf(request)).file),
+    deleteFile: async (request) => {
+      const { db, file } = await fileOf(request);
+      if (!(await deleteFile(db, ownerOf(request), file.id))) {
+        throw BatchErrors.fileNotFound(file.id, "file_id");
+      }
+      return { id: file.id, object: "file", deleted: true };
+    },
+    retrieveFileContent: async (request, reply: FastifyReply) => {
+      const { db, file } = await fileOf(request);
+      reply.type("application/octet-stream");
+      reply.header("content-length", String(Number(file.bytes)));
+      return reply.send(Readable.from(fileContent(db, file.id)));
+    },
+  };
+}

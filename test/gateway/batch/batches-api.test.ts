@@ -1,0 +1,224 @@
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { costOf } from "../../../gateway/metering/cost.js";
+import { startPlatform, type Platform } from "../support/platform.js";
+import {
+  finished,
+  gptLine,
+  linesOf,
+  nliLine,
+  openaiClient,
+  submit,
+  waitFor,
+  type InputLine,
+} from "./support.js";
+
+/**
+ * The Batch API end to end with the official `openai` client: a listening
+ * gateway whose batch worker runs the lines against real runtimes, its
+ * store the embedded PGlite.
+ */
+let p: Platform;
+let client: OpenAI;
+beforeAll(async () => {
+  p = await startPlatform({
+    withoutPayments: true,
+    config: { batchPollMs: 50, batchWorkers: 2 },
+  });
+  client = openaiClient(p.url, p.keys.acme.key);
+});
+afterAll(async () => p?.close());
+
+describe("the Batch API with the openai client", () => {
+  it("runs a batch: every custom_id has one result, failures in the error file, usage at the batch price", async () => {
+    const lines: InputLine[] = [
+      gptLine(1),
+      nliLine(2),
+      gptLine(3),
+      // Passes the gateway's validation; the runtime refuses it (420: over maxTokens).
+      { custom_id: "too-long", body: { model: "tiny-gpt", input: "x".repeat(400) } },
+      nliLine(5),
+    ];
+    const created = await submit(client, lines, { job: "nightly" });
+    expect(created).toMatchObject({
+      object: "batch",
+      endpoint: "/v1/responses",
+      completion_window: "24h",
+      status: "validating",
+      metadata: { job: "nightly" },
+      output_file_id: null,
+      error_file_id: null,
+    });
+    expect(created.id).toMatch(/^batch_[0-9a-f]{24}$/);
+    expect(created.expires_at! - created.created_at).toBe(86_400);
+
+    const done = await waitFor(client, created.id, finished);
+    expect(done.status).toBe("completed");
+    expect(done.request_counts).toEqual({ total: 5, completed: 4, failed: 1 });
+    expect(done.errors).toBeNull();
+    for (const at of ["in_progress_at", "finalizing_at", "completed_at"] as const) {
+      expect(done[at]).toBeGreaterThanOrEqual(created.created_at);
+    }
+
+    const output = await linesOf(client, done.output_file_id);
+    expect(output.map((line) => line.custom_id)).toEqual(["gpt-1", "nli-2", "gpt-3", "nli-5"]);
+    for (const line of output) {
+      expect(line.id).toMatch(/^batch_req_[0-9a-f]{24}$/);
+      expect(line.error).toBeNull();
+      expect(line.response!.status_code).toBe(200);
+      expect(line.response!.request_id).toBe(line.id);
+    }
+    const gpt = output[0]!.response!.body;
+    expect(gpt).toMatchObject({ object: "response", model: "tiny-gpt" });
+    expect(gpt.id).toMatch(/^resp_/);
+    expect(Object.keys(output[1]!.response!.body)).toEqual(["sports", "cooking"]);
+
+    const errors = await linesOf(client, done.error_file_id);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatchObject({
+      custom_id: "too-long",
+      error: null,
+      response: { status_code: 420, body: { error: { code: "context_length_exceeded" } } },
+    });
+    const outputFile = await client.files.retrieve(done.output_file_id!);
+    expect(outputFile).toMatchObject({
+      purpose: "batch_output",
+      filename: `${done.id}_output.jsonl`,
+    });
+
+    // One ledger row per completed line, as batch usage, at half the model's prices.
+    const db = await p.components.store.db();
+    const ledger = await db
+      .selectFrom("usage_ledger")
+      .selectAll()
+      .where("route", "=", "/v1/batches")
+      .orderBy("request_id")
+      .execute();
+    expect(ledger.map((row) => row.request_id).sort()).toEqual(output.map((l) => l.id).sort());
+    const gptRow = ledger.find((row) => row.response_id === gpt.id)!;
+    expect(gptRow).toMatchObject({
+      account: "acme",
+      project: null,
+      model: "tiny-gpt",
+      currency: "EUR",
+    });
+    expect(gptRow.key_id).toBe(p.keys.acme.id);
+    const tokens = { inputTokens: gpt.usage!.input_tokens, outputTokens: gpt.usage!.output_tokens };
+    expect([gptRow.input_tokens, gptRow.output_tokens]).toEqual([
+      tokens.inputTokens,
+      tokens.outputTokens,
+    ]);
+    expect(gptRow.cost).toBe(
+      costOf(tokens, { inputPerMillionTokens: "1.25", outputPerMillionTokens: "5" }),
+    );
+
+    const listed: string[] = [];
+    for await (const batch of client.batches.list({ limit: 1 })) listed.push(batch.id);
+    expect(listed).toContain(done.id);
+  });
+
+  it("fails a malformed file before anything runs, listing each bad line and why", async () => {
+    const lines = [
+      gptLine(1),
+      "{not json",
+      gptLine(1),
+      { ...gptLine(4), url: "/v1/chat/completions" },
+      { custom_id: "streams", body: { ...gptLine(5).body, stream: true } },
+      { custom_id: "unknown-model", body: { model: "no-such-model", input: "hi" } },
+      { custom_id: "no-input", body: { model: "tiny-gpt" } },
+      { custom_id: "get", method: "GET", body: gptLine(8).body },
+      { custom_id: "pay-only", body: { model: "tiny-gpt-pay", input: "hi" } },
+    ];
+    const created = await submit(client, lines);
+    const done = await waitFor(client, created.id, finished);
+    expect(done.status).toBe("failed");
+    expect(done.failed_at).not.toBeNull();
+    expect(done.request_counts).toEqual({ total: 0, completed: 0, failed: 0 });
+    expect(done.output_file_id).toBeNull();
+    const byLine = Object.fromEntries(
+      done.errors!.data!.map((e) => [String(e.line), [e.code, e.param]]),
+    );
+    expect(byLine).toEqual({
+      2: ["invalid_json_line", null],
+      3: ["duplicate_custom_id", "custom_id"],
+      4: ["invalid_url", "url"],
+      5: ["stream_unsupported", "body.stream"],
+      6: ["model_not_found", "body.model"],
+      7: ["invalid_request", "body.input"],
+      8: ["invalid_request", "method"],
+      9: ["model_not_found", "body.model"],
+    });
+    for (const error of done.errors!.data!) expect(error.message).toContain(`Line ${error.line}`);
+    // Nothing ran: no usage of it.
+    const db = await p.components.store.db();
+    const lineRows = await db
+      .selectFrom("batch_lines")
+      .select("line_no")
+      .where("batch_id", "=", done.id)
+      .execute();
+    expect(lineRows).toEqual([]);
+  });
+
+  it("cancels a running batch: cancelling, then cancelled with the finished results kept", async () => {
+    const lines = Array.from({ length: 400 }, (_, n) => nliLine(n));
+    const created = await submit(client, lines);
+    const running = await waitFor(client, created.id, (b) => b.request_counts!.completed >= 3);
+    expect(running.status).toBe("in_progress");
+    const cancelling = await client.batches.cancel(created.id);
+    expect(["cancelling", "cancelled"]).toContain(cancelling.status);
+    expect(cancelling.cancelling_at).not.toBeNull();
+    const done = await waitFor(client, created.id, finished);
+    expect(done.status).toBe("cancelled");
+    expect(done.cancelled_at).not.toBeNull();
+    const { total, completed, failed } = done.request_counts!;
+    expect(total).toBe(400);
+    expect(completed).toBeGreaterThanOrEqual(3);
+    expect(completed).toBeLessThan(400);
+    expect(completed + failed).toBe(400);
+    const output = await linesOf(client, done.output_file_id);
+    const errors = await linesOf(client, done.error_file_id);
+    expect(output).toHaveLength(completed);
+    expect(errors.every((line) => line.error?.code === "batch_cancelled")).toBe(true);
+    const ids = [...output, ...errors].map((line) => line.custom_id);
+    expect(new Set(ids).size).toBe(400);
+    // Asking again is answered with the batch as it is.
+    expect(await client.batches.cancel(created.id)).toMatchObject({ status: "cancelled" });
+  });
+
+  it("another account's batch is a 404, and so is its output", async () => {
+    const created = await submit(client, [nliLine(1)]);
+    const globex = openaiClient(p.url, p.keys.limited.key);
+    const error = await globex.batches.retrieve(created.id).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(error).toMatchObject({ code: "batch_not_found" });
+    await expect(globex.batches.cancel(created.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    // Nor may another account run a batch on this account's file.
+    const theirs = await globex.batches
+      .create({
+        input_file_id: created.input_file_id,
+        endpoint: "/v1/responses",
+        completion_window: "24h",
+      })
+      .catch((e: unknown) => e);
+    expect(theirs).toMatchObject({ status: 404, code: "file_not_found", param: "input_file_id" });
+    const done = await waitFor(client, created.id, finished);
+    expect(done.status).toBe("completed");
+    // A finished batch cannot be cancelled.
+    const late = await client.batches.cancel(created.id).catch((e: unknown) => e);
+    expect(late).toMatchObject({ status: 400, code: "batch_not_cancellable" });
+    await expect(globex.files.content(done.output_file_id!)).rejects.toBeInstanceOf(
+      OpenAI.NotFoundError,
+    );
+  });
+
+  it("refuses a bad create request naming the field", async () => {
+    const bad = await client.batches
+      .create({
+        input_file_id: "file-000000000000000000000000",
+        endpoint: "/v1/chat/completions",
+        completion_window: "24h",
+      })
+      .catch((e: unknown) => e);
+    expect(bad).toMatchObject({ status: 400, param: "endpoint" });
+  });
+});

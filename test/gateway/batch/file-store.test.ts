@@ -1,0 +1,166 @@
+import { describe, expect, it } from "vitest";
+import {
+  ChunkBuffer,
+  CHUNK_BYTES,
+  deleteFile,
+  fileContent,
+  fileLines,
+  findFile,
+  FileWriter,
+  listFiles,
+  sweepAbandonedUploads,
+} from "../../../gateway/batch/file-store.js";
+import { openStore, type Store } from "../../../gateway/store/store.js";
+import { onCleanup } from "../outbox/support.js";
+import { useStoreEngines } from "../store/engines.js";
+
+const engines = useStoreEngines();
+const acme = { account: "acme", project: null };
+const acmeWeb = { account: "acme", project: "web" };
+const globex = { account: "globex", project: null };
+
+async function store(engine: (typeof engines)[number]): Promise<Store> {
+  const opened = await openStore(await engine.newTarget());
+  onCleanup(() => opened.close());
+  return opened;
+}
+
+async function upload(
+  { db }: Store,
+  owner: { account: string; project: string | null },
+  content: Buffer,
+  createdAt = new Date(),
+): Promise<string> {
+  const writer = await FileWriter.open(db, {
+    owner,
+    purpose: "batch",
+    filename: "in.jsonl",
+    createdAt,
+    expiresAt: null,
+  });
+  const buffer = new ChunkBuffer(writer);
+  // Arrives in pieces smaller than a chunk, as a socket delivers it.
+  for (let at = 0; at < content.length; at += 65_536) {
+    await buffer.push(content.subarray(at, at + 65_536));
+  }
+  await buffer.flush();
+  await writer.finish(content.toString().split("\n").filter(Boolean).length);
+  return writer.id;
+}
+
+async function readAll(gen: AsyncIterable<Buffer>): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const part of gen) parts.push(part);
+  return Buffer.concat(parts);
+}
+
+describe.each(engines)("file store on $name", (engine) => {
+  it("gives back the exact bytes of a file of several chunks, and its lines", async () => {
+    const opened = await store(engine);
+    const line = (n: number) => `{"custom_id":"r${n}","pad":"${"é".repeat(n % 300)}"}`;
+    const text = Array.from({ length: 12_000 }, (_, n) => line(n)).join("\n") + "\n";
+    const content = Buffer.from(text);
+    expect(content.length).toBeGreaterThan(2 * CHUNK_BYTES);
+    const id = await upload(opened, acme, content);
+    expect(id).toMatch(/^file-[0-9a-f]{24}$/);
+    expect((await readAll(fileContent(opened.db, id))).equals(content)).toBe(true);
+    const lines: string[] = [];
+    for await (const { line: n, text: t } of fileLines(opened.db, id)) {
+      expect(n).toBe(lines.length + 1);
+      lines.push(t);
+    }
+    expect(lines).toEqual(Array.from({ length: 12_000 }, (_, n) => line(n)));
+    const row = await findFile(opened.db, acme, id);
+    expect(Number(row!.bytes)).toBe(content.length);
+    expect(row!.lines).toBe(12_000);
+  });
+
+  it("a file is its owner's: another account or project finds nothing", async () => {
+    const opened = await store(engine);
+    const id = await upload(opened, acme, Buffer.from("a\n"));
+    expect(await findFile(opened.db, acme, id)).toBeDefined();
+    expect(await findFile(opened.db, globex, id)).toBeUndefined();
+    expect(await findFile(opened.db, acmeWeb, id)).toBeUndefined();
+    expect(await deleteFile(opened.db, globex, id)).toBe(false);
+    expect(await deleteFile(opened.db, acme, id)).toBe(true);
+    expect(await findFile(opened.db, acme, id)).toBeUndefined();
+    const chunks = await opened.db.selectFrom("file_chunks").selectAll().execute();
+    expect(chunks).toEqual([]);
+  });
+
+  it("an upload is invisible until finished, and a discarded one leaves nothing", async () => {
+    const opened = await store(engine);
+    const writer = await FileWriter.open(opened.db, {
+      owner: acme,
+      purpose: "batch",
+      filename: "x",
+      createdAt: new Date(),
+      expiresAt: null,
+    });
+    await writer.write(Buffer.from("half"));
+    expect(await findFile(opened.db, acme, writer.id)).toBeUndefined();
+    expect((await listFiles(opened.db, acme, { limit: 10, order: "desc" }))!.data).toEqual([]);
+    await writer.discard();
+    expect(await opened.db.selectFrom("files").selectAll().execute()).toEqual([]);
+    expect(await opened.db.selectFrom("file_chunks").selectAll().execute()).toEqual([]);
+  });
+
+  it("abandoned uploads are swept once old, finished files are not", async () => {
+    const opened = await store(engine);
+    const old = new Date(Date.now() - 3_600_000);
+    await FileWriter.open(opened.db, {
+      owner: acme,
+      purpose: "batch",
+      filename: "x",
+      createdAt: old,
+      expiresAt: null,
+    });
+    const kept = await upload(opened, acme, Buffer.from("a\n"), old);
+    expect(await sweepAbandonedUploads(opened.db, new Date(Date.now() - 60_000))).toBe(1);
+    expect((await opened.db.selectFrom("files").select("id").execute()).map((r) => r.id)).toEqual([
+      kept,
+    ]);
+  });
+
+  it("pages by cursor in both orders without repeating or skipping, per purpose", async () => {
+    const opened = await store(engine);
+    const base = Date.UTC(2026, 10, 25, 12);
+    const ids: string[] = [];
+    // Two files share each second: the id breaks the tie.
+    for (let n = 0; n < 7; n++) {
+      ids.push(
+        await upload(
+          opened,
+          acme,
+          Buffer.from(`${n}\n`),
+          new Date(base + Math.floor(n / 2) * 1000),
+        ),
+      );
+    }
+    await upload(opened, globex, Buffer.from("other\n"), new Date(base));
+    const walk = async (order: "asc" | "desc") => {
+      const seen: string[] = [];
+      let after: string | undefined;
+      for (;;) {
+        const page = (await listFiles(opened.db, acme, {
+          limit: 3,
+          order,
+          ...(after ? { after } : {}),
+        }))!;
+        seen.push(...page.data.map((f) => f.id));
+        if (!page.has_more) return seen;
+        after = page.last_id!;
+      }
+    };
+    const asc = await walk("asc");
+    expect(asc).toHaveLength(7);
+    expect(new Set(asc)).toEqual(new Set(ids));
+    expect(await walk("desc")).toEqual([...asc].reverse());
+    expect(
+      await listFiles(opened.db, acme, { limit: 3, order: "asc", purpose: "user_data" }),
+    ).toMatchObject({ data: [], has_more: false });
+    // Another owner's id is no cursor.
+    const theirs = (await listFiles(opened.db, globex, { limit: 1, order: "asc" }))!.data[0]!.id;
+    expect(await listFiles(opened.db, acme, { limit: 3, order: "asc", after: theirs })).toBeNull();
+  });
+});

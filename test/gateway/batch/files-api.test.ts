@@ -1,0 +1,186 @@
+import OpenAI, { toFile } from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildGateway } from "../../../gateway/app.js";
+import { startPlatform, type Platform } from "../support/platform.js";
+
+/**
+ * The Files API driven with the official `openai` client, as users drive it,
+ * on a listening gateway whose store is the embedded PGlite.
+ */
+let p: Platform;
+beforeAll(async () => {
+  p = await startPlatform({ withoutPayments: true });
+});
+afterAll(async () => p?.close());
+
+const openaiClient = (url: string, key: string) =>
+  new OpenAI({ apiKey: key, baseURL: `${url}/v1`, maxRetries: 0 });
+
+const client = (key: string, project?: string) =>
+  new OpenAI({
+    apiKey: key,
+    baseURL: `${p.url}/v1`,
+    maxRetries: 0,
+    ...(project ? { defaultHeaders: { "x-project-id": project } } : {}),
+  });
+
+const jsonl = (n: number) =>
+  Array.from({ length: n }, (_, i) =>
+    JSON.stringify({
+      custom_id: `r${i}`,
+      method: "POST",
+      url: "/v1/responses",
+      body: { model: "tiny-gpt", input: `hi ${i}` },
+    }),
+  ).join("\n") + "\n";
+
+describe("the Files API with the openai client", () => {
+  it("creates, retrieves, reads, lists and deletes a file", async () => {
+    const openai = client(p.keys.acme.key);
+    const text = jsonl(3);
+    const created = await openai.files.create({
+      file: await toFile(Buffer.from(text), "in.jsonl"),
+      purpose: "batch",
+    });
+    expect(created).toMatchObject({
+      object: "file",
+      bytes: Buffer.byteLength(text),
+      filename: "in.jsonl",
+      purpose: "batch",
+      expires_at: null,
+    });
+    expect(created.id).toMatch(/^file-[0-9a-f]{24}$/);
+    expect(Math.abs(created.created_at - Date.now() / 1000)).toBeLessThan(30);
+
+    expect(await openai.files.retrieve(created.id)).toEqual(created);
+    const content = await openai.files.content(created.id);
+    expect(await content.text()).toBe(text);
+
+    const listed: string[] = [];
+    for await (const file of openai.files.list({ limit: 1 })) listed.push(file.id);
+    expect(listed).toContain(created.id);
+
+    expect(await openai.files.delete(created.id)).toEqual({
+      id: created.id,
+      object: "file",
+      deleted: true,
+    });
+    await expect(openai.files.retrieve(created.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+  });
+
+  it("another account's or project's file is a 404 like a missing one", async () => {
+    const mine = await client(p.keys.acme.key).files.create({
+      file: await toFile(Buffer.from("x\n"), "a.txt"),
+      purpose: "user_data",
+    });
+    const globex = client(p.keys.limited.key);
+    const theirs = await globex.files.retrieve(mine.id).catch((e: unknown) => e);
+    const missing = await globex.files
+      .retrieve("file-000000000000000000000000")
+      .catch((e: unknown) => e);
+    expect(theirs).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(theirs).toMatchObject({ status: 404, code: "file_not_found", param: "file_id" });
+    expect((theirs as Error).message.replace(mine.id, "ID")).toBe(
+      (missing as Error).message.replace("file-000000000000000000000000", "ID"),
+    );
+    await expect(globex.files.content(mine.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(globex.files.delete(mine.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(client(p.keys.acme.key, "web").files.retrieve(mine.id)).rejects.toBeInstanceOf(
+      OpenAI.NotFoundError,
+    );
+    const theirList: string[] = [];
+    for await (const file of globex.files.list()) theirList.push(file.id);
+    expect(theirList).not.toContain(mine.id);
+    expect(await client(p.keys.acme.key).files.retrieve(mine.id)).toMatchObject({ id: mine.id });
+  });
+
+  it("refuses a batch file over 50,000 lines with a 400 naming the limit, and keeps nothing", async () => {
+    const db = await p.components.store.db();
+    const before = await db.selectFrom("files").select("id").execute();
+    const error = await client(p.keys.acme.key)
+      .files.create({
+        file: await toFile(Buffer.from("{}\n".repeat(50_001)), "big.jsonl"),
+        purpose: "batch",
+      })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(error).toMatchObject({ status: 400, code: "too_many_lines", param: "file" });
+    expect((error as Error).message).toContain("50000");
+    expect(await db.selectFrom("files").select("id").execute()).toEqual(before);
+    // Exactly at the limit is accepted; other purposes have no line limit.
+    const at = await client(p.keys.acme.key).files.create({
+      file: await toFile(Buffer.from("{}\n".repeat(50_000)), "ok.jsonl"),
+      purpose: "batch",
+    });
+    expect(at.bytes).toBe(150_000);
+  });
+
+  it("refuses an upload over the byte limit with a 413 naming it, keeping no chunk of it", async () => {
+    // The same components behind a gateway with a limit of 1.5 MiB (200 MB in production):
+    // the refused upload has written its first 1 MiB chunk by then.
+    const limit = 1.5 * 1024 * 1024;
+    const small = buildGateway({
+      ...p.components.deps,
+      fileLimits: { bytes: limit, batchLines: 10 },
+    });
+    const url = await small.listen({ host: "127.0.0.1", port: 0 });
+    try {
+      const db = await p.components.store.db();
+      const count = async (table: "files" | "file_chunks") =>
+        Number(
+          (
+            await db
+              .selectFrom(table)
+              .select((eb) => eb.fn.countAll<string>().as("n"))
+              .executeTakeFirstOrThrow()
+          ).n,
+        );
+      const before = { files: await count("files"), chunks: await count("file_chunks") };
+      const error = await openaiClient(url, p.keys.acme.key)
+        .files.create({
+          file: await toFile(Buffer.alloc(3 * 1024 * 1024, 97), "big.bin"),
+          purpose: "user_data",
+        })
+        .catch((e: unknown) => e);
+      expect(error).toMatchObject({ status: 413, code: "file_too_large", param: "file" });
+      expect((error as Error).message).toContain(String(limit));
+      expect({ files: await count("files"), chunks: await count("file_chunks") }).toEqual(before);
+      // The line limit is the one set too.
+      const lines = await openaiClient(url, p.keys.acme.key)
+        .files.create({
+          file: await toFile(Buffer.from("{}\n".repeat(11)), "b.jsonl"),
+          purpose: "batch",
+        })
+        .catch((e: unknown) => e);
+      expect(lines).toMatchObject({ status: 400, code: "too_many_lines" });
+    } finally {
+      await small.close();
+    }
+  });
+
+  it("refuses what is not a form, a missing purpose and an unknown one, naming the field", async () => {
+    const headers = { "x-api-key": p.keys.acme.key };
+    const json = await fetch(`${p.url}/v1/files`, {
+      method: "POST",
+      headers: { ...headers, "content-type": "application/json" },
+      body: "{}",
+    });
+    expect(json.status).toBe(400);
+    expect(await json.json()).toMatchObject({
+      error: { param: "file", type: "invalid_request_error" },
+    });
+    const noPurpose = new FormData();
+    noPurpose.append("file", new Blob(["a\n"]), "a.txt");
+    const r1 = await fetch(`${p.url}/v1/files`, { method: "POST", headers, body: noPurpose });
+    expect(r1.status).toBe(400);
+    expect(await r1.json()).toMatchObject({ error: { param: "purpose" } });
+    const badPurpose = new FormData();
+    badPurpose.append("purpose", "fine-tune");
+    badPurpose.append("file", new Blob(["a\n"]), "a.txt");
+    const r2 = await fetch(`${p.url}/v1/files`, { method: "POST", headers, body: badPurpose });
+    expect(r2.status).toBe(400);
+    expect(await r2.json()).toMatchObject({ error: { param: "purpose" } });
+    const unauthenticated = await fetch(`${p.url}/v1/files`);
+    expect(unauthenticated.status).toBe(401);
+  });
+});
