@@ -54,15 +54,9 @@ export function listPageSchema<T extends z.ZodType>(item: T, name: string) {
 
 export const fileListSchema = listPageSchema(fileObjectSchema, "FileList");
 
-/** Query parameters arrive as strings: `limit` is parsed from its digits. */
+/** Query parameters arrive as strings: `limit` is read as the integer it spells. */
 const limitParam = (max: number, fallback: number) =>
-  z
-    .string()
-    .regex(/^[0-9]{1,6}$/, "must be an integer")
-    .transform(Number)
-    .pipe(z.number().int().min(1).max(max))
-    .optional()
-    .transform((value) => value ?? fallback);
+  z.coerce.number().int().min(1).max(max).default(fallback);
 
 export const fileListQuerySchema = z
   .object({
@@ -98,4 +92,6 @@ export const fileUploadFormSchema = z
     file: z.string().describe("The file's bytes (`format: binary`)").meta({ format: "binary" }),
     purpose: z.enum(UPLOAD_PURPOSES),
   })
+  // Other fields are ignored, a few of them at most (the form's field limit).
+  .strict()
   .describe("FileUpload");

@@ -16,8 +16,8 @@ export const BatchErrors = {
     "batch_not_found",
     404,
     "invalid_request_error",
-    (id: string) => `No such Batch object: ${id}`,
-    () => ({ param: "batch_id" }),
+    (id: string, _param: string = "batch_id") => `No such Batch object: ${id}`,
+    (_id, param = "batch_id") => ({ param }),
   ),
   fileTooLarge: defineError(
     "file_too_large",

@@ -1,5 +1,5 @@
 import { sql, type Kysely, type Selectable } from "kysely";
-import type { BatchError, BatchObject } from "../../api/batches.js";
+import { batchIdSchema, type BatchError, type BatchObject } from "../../api/batches.js";
 import type { BatchListQuery } from "../../api/files.js";
 import { randomHex } from "../../lib/random-hex.js";
 import type { BatchesTable, BatchStatus, Database } from "../store/database.js";
@@ -88,6 +88,9 @@ export async function findBatch(
   owner: Owner,
   id: string,
 ): Promise<Selectable<BatchesTable> | undefined> {
+  // An id we never mint is found nowhere; the database is not asked (a NUL
+  // in a text parameter is an error there, not an absent row).
+  if (!batchIdSchema.safeParse(id).success) return undefined;
   let query = db
     .selectFrom("batches")
     .selectAll()

@@ -9,6 +9,7 @@ import { BatchErrors } from "./batch-errors.js";
 import { batchObject, createBatch, findBatch, listBatches, requestCancel } from "./batch-store.js";
 import { findFile } from "./file-store.js";
 import {
+  envelope,
   API_KEY_HEADERS,
   FILES_ROUTE_CONFIG,
   managementErrors,
@@ -65,6 +66,7 @@ export const BATCH_ROUTES: readonly RouteSpec[] = [
     responses: {
       200: ok("A page of Batch objects", listPageSchema(batchObjectSchema, "BatchList")),
       ...managementErrors,
+      404: envelope("`after` names no batch of this account and project"),
     },
   },
   {
@@ -151,7 +153,8 @@ export function batchHandlers(
     listBatches: async (request) => {
       const query = parseOr400(batchListQuerySchema, request.query);
       const page = await listBatches(await storeOf(store), ownerOf(request), query);
-      if (!page) throw HttpErrors.invalidRequest(`Invalid 'after': no such batch.`, "after");
+      // A cursor that names no batch of the caller's, as a missing batch: 404.
+      if (!page) throw BatchErrors.batchNotFound(query.after!, "after");
       return page;
     },
     retrieveBatch: async (request) => {

@@ -1,5 +1,10 @@
 import { sql, type Kysely, type Selectable } from "kysely";
-import type { FileObject, FileListQuery, FilePurpose } from "../../api/files.js";
+import {
+  fileIdSchema,
+  type FileObject,
+  type FileListQuery,
+  type FilePurpose,
+} from "../../api/files.js";
 import { randomHex } from "../../lib/random-hex.js";
 import type { Database, FilesTable } from "../store/database.js";
 import type { Owner } from "./owner.js";
@@ -118,6 +123,9 @@ export async function findFile(
   owner: Owner,
   id: string,
 ): Promise<Selectable<FilesTable> | undefined> {
+  // An id we never mint is found nowhere; the database is not asked (a NUL
+  // in a text parameter is an error there, not an absent row).
+  if (!fileIdSchema.safeParse(id).success) return undefined;
   let query = db
     .selectFrom("files")
     .selectAll()

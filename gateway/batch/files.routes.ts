@@ -15,7 +15,8 @@ import {
   UPLOAD_PURPOSES,
   type FilePurpose,
 } from "../../api/files.js";
-import type { CodedError } from "../../lib/coded-error.js";
+import { isCodedError, type CodedError } from "../../lib/coded-error.js";
+import { errorText } from "../../lib/error-text.js";
 import { HttpErrors } from "../../lib/http/http-errors.js";
 import { REQUEST_ID } from "../routes/common-responses.js";
 import type { GatewayRouteConfig } from "../routes/route-config.js";
@@ -62,7 +63,7 @@ export const API_KEY_HEADERS: HeaderSpec[] = [
   REQUEST_ID,
 ];
 
-const envelope = (description: string): ResponseSpec => ({
+export const envelope = (description: string): ResponseSpec => ({
   description,
   schema: errorEnvelopeSchema,
   headers: [REQUEST_ID],
@@ -111,7 +112,11 @@ export const FILE_ROUTES: readonly RouteSpec[] = [
     config: FILES_ROUTE_CONFIG,
     requestHeaders: API_KEY_HEADERS,
     query: fileListQuerySchema,
-    responses: { 200: ok("A page of File objects", fileListSchema), ...managementErrors },
+    responses: {
+      200: ok("A page of File objects", fileListSchema),
+      ...managementErrors,
+      404: envelope("`after` names no file of this account and project"),
+    },
   },
   {
     method: "GET",
@@ -190,6 +195,33 @@ export interface FileLimits {
 
 export const FILE_LIMITS: FileLimits = { bytes: MAX_FILE_BYTES, batchLines: MAX_BATCH_LINES };
 
+/**
+ * The form as the client sent it: a body that is not a well-formed
+ * multipart form (no boundary, a malformed part, cut short) is the
+ * client's error, a 400 naming `file`, not ours. Only reading the form is
+ * wrapped, so a store that fails while the parts are written stays a 503.
+ */
+async function* formRead<T>(source: AsyncIterable<T>): AsyncGenerator<T> {
+  const iterator = source[Symbol.asyncIterator]();
+  for (;;) {
+    let next: IteratorResult<T>;
+    try {
+      next = await iterator.next();
+    } catch (error) {
+      if (isCodedError(error)) throw error;
+      throw Object.assign(
+        HttpErrors.invalidRequest(
+          `The multipart form could not be read: ${errorText(error)}.`,
+          "file",
+        ),
+        { cause: error },
+      );
+    }
+    if (next.done) return;
+    yield next.value;
+  }
+}
+
 async function upload(
   store: StoreHandle,
   now: () => number,
@@ -209,7 +241,7 @@ async function upload(
   let lines = 0;
   let refusal: CodedError | undefined;
   try {
-    for await (const part of request.parts()) {
+    for await (const part of formRead(request.parts())) {
       if (part.type === "field") {
         if (part.fieldname !== "purpose") continue;
         const value = String(part.value);
@@ -236,7 +268,7 @@ async function upload(
       const buffer = new ChunkBuffer(writer);
       let bytes = 0;
       let last = NEWLINE;
-      for await (const data of part.file as AsyncIterable<Buffer>) {
+      for await (const data of formRead(part.file as AsyncIterable<Buffer>)) {
         // Once refused, the rest is read and dropped: a client still sending
         // its body would not read an answer sent before the body ends.
         if (refusal) continue;
@@ -292,7 +324,8 @@ export function fileHandlers(
     listFiles: async (request) => {
       const query = parseOr400(fileListQuerySchema, request.query);
       const page = await listFiles(await storeOf(store), ownerOf(request), query);
-      if (!page) throw HttpErrors.invalidRequest(`Invalid 'after': no such file.`, "after");
+      // A cursor that names no file of the caller's, as a missing file: 404.
+      if (!page) throw BatchErrors.fileNotFound(query.after!, "after");
       return page;
     },
     retrieveFile: async (request) => fileObjectOf((await fileOf(request)).file),

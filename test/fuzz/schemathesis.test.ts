@@ -18,7 +18,7 @@ import { startDev, type DevRun } from "../support/dev-process.js";
 const VENV_BIN = join(REPO_ROOT, ".cache", "pyvenv", "bin");
 const SCHEMATHESIS = join(VENV_BIN, "schemathesis");
 /** Seconds of fuzzing per route; MODELGATE_FUZZ_SECONDS overrides. */
-const SECONDS = Number(process.env.MODELGATE_FUZZ_SECONDS ?? 60);
+const SECONDS = Number(process.env.MODELGATE_FUZZ_SECONDS ?? 45);
 const CHECKS = ["not_a_server_error", "response_schema_conformance", "positive_data_acceptance"];
 
 const installed = existsSync(SCHEMATHESIS);
@@ -85,6 +85,8 @@ describe.runIf(installed)("Schemathesis over /openapi.json (every route)", () =>
     "/pay/v1/responses",
     "/v1/organization/usage/completions",
     "/v1/organization/costs",
+    "/v1/files",
+    "/v1/batches",
   ].filter((path) => !only || only.includes(path));
   for (const path of paths) {
     it(
@@ -96,7 +98,7 @@ describe.runIf(installed)("Schemathesis over /openapi.json (every route)", () =>
             join(REPO_ROOT, "test", "fuzz", "schemathesis.toml"),
             "run",
             `${dev.address}/openapi.json`,
-            // The route and its stored responses (`/{response_id}`, `/input_items`).
+            // The route and the paths under it (a stored response's, a file's, a batch's).
             "--include-path-regex",
             `^${path}(/|$)`,
             "--checks",
