@@ -68,6 +68,15 @@ export const runtimeTuningSchema = z.object({
   batchWindowMs: z.number().int().min(0).max(1000).optional(),
   generationConcurrency: z.number().int().min(1).max(256).optional(),
   maxQueue: z.number().int().min(1).max(100000).optional(),
+  prefixCacheBytes: z
+    .number()
+    .int()
+    .min(0)
+    .max(2 ** 40)
+    .optional()
+    .describe(
+      "Text generation: bytes of KV cache kept for prompt prefixes, least recently used out; 0 disables; default 128 MiB (count it in the memory limit)",
+    ),
   zeroShotMethod: z.enum(["nli", "similarity"]).optional(),
   hypothesisTemplate: z.string().includes("{}").optional(),
   /** Similarity zero-shot: score = 1 / (1 + exp(-steepness * (cosine - midpoint))). */

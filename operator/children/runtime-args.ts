@@ -27,6 +27,7 @@ export const TUNING_FLAGS: { readonly [K in keyof Required<Tuning>]: string } = 
   batchWindowMs: "--batch-window-ms",
   generationConcurrency: "--generation-concurrency",
   maxQueue: "--max-queue",
+  prefixCacheBytes: "--prefix-cache-bytes",
   zeroShotMethod: "--zero-shot-method",
   hypothesisTemplate: "--hypothesis-template",
   similarityMidpoint: "--similarity-midpoint",
