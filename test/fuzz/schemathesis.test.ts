@@ -107,8 +107,12 @@ describe.runIf(installed)("Schemathesis over /openapi.json (every route)", () =>
             "examples,coverage,fuzzing",
             "--max-time",
             String(SECONDS),
+            // One worker: with two threads, CPython 3.11's ast.parse (which
+            // Hypothesis calls to describe a filter) now and then raises a
+            // spurious "AST constructor recursion depth mismatch" inside the
+            // tool (python/cpython#106905), failing a run the API passed.
             "--workers",
-            "2",
+            "1",
             "--request-timeout",
             "30",
             "--seed",
