@@ -9,6 +9,18 @@ import { fileIdSchema } from "./files.js";
 export const BATCH_ENDPOINTS = ["/v1/responses"] as const;
 export const COMPLETION_WINDOWS = ["24h"] as const;
 
+/** A batch's statuses, as OpenAI's Batch object has them; the store keeps the same. */
+export const BATCH_STATUSES = [
+  "validating",
+  "failed",
+  "in_progress",
+  "finalizing",
+  "completed",
+  "expired",
+  "cancelling",
+  "cancelled",
+] as const;
+
 export const batchIdSchema = z
   .string()
   .regex(/^batch_[0-9a-f]{24}$/)
@@ -48,16 +60,7 @@ export const batchObjectSchema = z
     errors: z.object({ object: z.literal("list"), data: z.array(batchErrorSchema) }).nullable(),
     input_file_id: fileIdSchema,
     completion_window: z.enum(COMPLETION_WINDOWS),
-    status: z.enum([
-      "validating",
-      "failed",
-      "in_progress",
-      "finalizing",
-      "completed",
-      "expired",
-      "cancelling",
-      "cancelled",
-    ]),
+    status: z.enum(BATCH_STATUSES),
     output_file_id: fileIdSchema.nullable(),
     error_file_id: fileIdSchema.nullable(),
     created_at: z.number().int(),

@@ -1,4 +1,5 @@
 import type { ColumnType, Generated } from "kysely";
+import type { BATCH_STATUSES } from "../../api/batches.js";
 
 /**
  * The gateway's schema as Kysely sees it: one interface per table, with the
@@ -103,16 +104,6 @@ export interface FileChunksTable {
   data: Uint8Array;
 }
 
-export const BATCH_STATUSES = [
-  "validating",
-  "failed",
-  "in_progress",
-  "finalizing",
-  "completed",
-  "expired",
-  "cancelling",
-  "cancelled",
-] as const;
 export type BatchStatus = (typeof BATCH_STATUSES)[number];
 
 export interface BatchesTable {
