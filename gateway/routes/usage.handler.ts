@@ -1,5 +1,6 @@
 import type { FastifyRequest } from "fastify";
 import type { Kysely } from "kysely";
+import type { z } from "zod";
 import {
   BUCKET_WIDTHS,
   DEFAULT_LIMITS,
@@ -93,54 +94,63 @@ function nextPage(plan: PagePlan): string | null {
   return plan.nextPageStart === null ? null : `page_${plan.nextPageStart}`;
 }
 
+/**
+ * One usage page: parse the query (a 400 names the parameter), decide whose
+ * rows the caller may read, plan the buckets, read them. Completions and
+ * costs differ only in their query schema and their reader.
+ */
+function pageHandler<S extends typeof completionsUsageQuerySchema | typeof costsQuerySchema, A>(
+  deps: UsageDeps,
+  schema: S,
+  read: (db: Kysely<Database>, scope: ReadScope, query: z.infer<S>, plan: PagePlan) => Promise<A>,
+) {
+  return async (
+    request: FastifyRequest,
+  ): Promise<{ object: "page"; has_more: boolean; next_page: string | null } & A> => {
+    const parsed = parseQuery(schema, request.query as Record<string, unknown>);
+    if (!parsed.ok) throw GatewayErrors.invalidQuery(parsed.problem.message, parsed.problem.param);
+    const { query } = parsed;
+    const scope = scopeOf(request, query);
+    const plan = planOf(query, deps.now());
+    const answer = await read(await ledger(deps), scope, query, plan);
+    return {
+      object: "page",
+      ...answer,
+      has_more: plan.nextPageStart !== null,
+      next_page: nextPage(plan),
+    };
+  };
+}
+
 export function usageHandlers(deps: UsageDeps) {
   return {
-    async completionsUsage(request: FastifyRequest): Promise<CompletionsUsagePage> {
-      const parsed = parseQuery(
-        completionsUsageQuerySchema,
-        request.query as Record<string, unknown>,
-      );
-      if (!parsed.ok)
-        throw GatewayErrors.invalidQuery(parsed.problem.message, parsed.problem.param);
-      const { query } = parsed;
-      const scope = scopeOf(request, query);
-      const plan = planOf(query, deps.now());
-      const answer = await readCompletionsUsage(
-        await ledger(deps),
-        scope,
-        filtersOf(query),
-        query.group_by,
-        plan,
-      );
-      return {
-        object: "page",
-        data: answer.buckets,
-        has_more: plan.nextPageStart !== null,
-        next_page: nextPage(plan),
-        totals: answer.totals,
-      };
-    },
-    async costs(request: FastifyRequest): Promise<CostsPage> {
-      const parsed = parseQuery(costsQuerySchema, request.query as Record<string, unknown>);
-      if (!parsed.ok)
-        throw GatewayErrors.invalidQuery(parsed.problem.message, parsed.problem.param);
-      const { query } = parsed;
-      const scope = scopeOf(request, query);
-      const plan = planOf(query, deps.now());
-      const answer = await readCosts(
-        await ledger(deps),
-        scope,
-        filtersOf(query),
-        query.group_by,
-        plan,
-      );
-      return {
-        object: "page",
-        data: answer.buckets,
-        has_more: plan.nextPageStart !== null,
-        next_page: nextPage(plan),
-        totals: answer.totals,
-      };
-    },
+    completionsUsage: pageHandler(
+      deps,
+      completionsUsageQuerySchema,
+      async (db, scope, query, plan): Promise<Pick<CompletionsUsagePage, "data" | "totals">> => {
+        const { buckets, totals } = await readCompletionsUsage(
+          db,
+          scope,
+          filtersOf(query),
+          query.group_by,
+          plan,
+        );
+        return { data: buckets, totals };
+      },
+    ),
+    costs: pageHandler(
+      deps,
+      costsQuerySchema,
+      async (db, scope, query, plan): Promise<Pick<CostsPage, "data" | "totals">> => {
+        const { buckets, totals } = await readCosts(
+          db,
+          scope,
+          filtersOf(query),
+          query.group_by,
+          plan,
+        );
+        return { data: buckets, totals };
+      },
+    ),
   };
 }
