@@ -6,9 +6,9 @@ import {
   DEFAULT_LIMITS,
   completionsUsageQuerySchema,
   costsQuerySchema,
-  parseQuery,
   type CompletionsUsagePage,
   type CostsPage,
+  parseQuery,
 } from "../../api/usage.js";
 import { GatewayErrors } from "../errors.js";
 import type { Database } from "../store/database.js";
@@ -99,58 +99,50 @@ function nextPage(plan: PagePlan): string | null {
  * rows the caller may read, plan the buckets, read them. Completions and
  * costs differ only in their query schema and their reader.
  */
-function pageHandler<S extends typeof completionsUsageQuerySchema | typeof costsQuerySchema, A>(
+function pageHandler<
+  S extends typeof completionsUsageQuerySchema | typeof costsQuerySchema,
+  Bucket,
+  Totals,
+>(
   deps: UsageDeps,
   schema: S,
-  read: (db: Kysely<Database>, scope: ReadScope, query: z.infer<S>, plan: PagePlan) => Promise<A>,
+  read: (
+    db: Kysely<Database>,
+    scope: ReadScope,
+    filters: UsageFilters,
+    groups: z.infer<S>["group_by"],
+    plan: PagePlan,
+  ) => Promise<{ buckets: Bucket[]; totals: Totals }>,
 ) {
-  return async (
-    request: FastifyRequest,
-  ): Promise<{ object: "page"; has_more: boolean; next_page: string | null } & A> => {
+  return async (request: FastifyRequest) => {
     const parsed = parseQuery(schema, request.query as Record<string, unknown>);
     if (!parsed.ok) throw GatewayErrors.invalidQuery(parsed.problem.message, parsed.problem.param);
     const { query } = parsed;
     const scope = scopeOf(request, query);
     const plan = planOf(query, deps.now());
-    const answer = await read(await ledger(deps), scope, query, plan);
+    const { buckets, totals } = await read(
+      await ledger(deps),
+      scope,
+      filtersOf(query),
+      query.group_by,
+      plan,
+    );
     return {
-      object: "page",
-      ...answer,
+      object: "page" as const,
+      data: buckets,
       has_more: plan.nextPageStart !== null,
       next_page: nextPage(plan),
+      totals,
     };
   };
 }
 
-export function usageHandlers(deps: UsageDeps) {
+export function usageHandlers(deps: UsageDeps): {
+  completionsUsage: (request: FastifyRequest) => Promise<CompletionsUsagePage>;
+  costs: (request: FastifyRequest) => Promise<CostsPage>;
+} {
   return {
-    completionsUsage: pageHandler(
-      deps,
-      completionsUsageQuerySchema,
-      async (db, scope, query, plan): Promise<Pick<CompletionsUsagePage, "data" | "totals">> => {
-        const { buckets, totals } = await readCompletionsUsage(
-          db,
-          scope,
-          filtersOf(query),
-          query.group_by,
-          plan,
-        );
-        return { data: buckets, totals };
-      },
-    ),
-    costs: pageHandler(
-      deps,
-      costsQuerySchema,
-      async (db, scope, query, plan): Promise<Pick<CostsPage, "data" | "totals">> => {
-        const { buckets, totals } = await readCosts(
-          db,
-          scope,
-          filtersOf(query),
-          query.group_by,
-          plan,
-        );
-        return { data: buckets, totals };
-      },
-    ),
+    completionsUsage: pageHandler(deps, completionsUsageQuerySchema, readCompletionsUsage),
+    costs: pageHandler(deps, costsQuerySchema, readCosts),
   };
 }
