@@ -16,6 +16,7 @@ import { generateApiKey } from "../../../gateway/auth/key-format.js";
 import { finished, nliLine, openaiClient, submit, waitFor } from "../../gateway/batch/support.js";
 import { fixtureFolder, startRuntime } from "../../runtime/support/runtime-server.js";
 import { freePort } from "../../support/free-port.js";
+import { seedPgliteFolder } from "../../support/pglite-template.js";
 import { startPostgresServer } from "../../support/postgres-server.js";
 import { startServiceProcess, type ServiceProcess } from "../../support/service-process.js";
 import { fmt } from "../runtime/stats.js";
@@ -26,6 +27,8 @@ export interface IngestPlan {
   /** Batches of small requests run to completion. */
   batches: number[];
   workers: number;
+  /** The gateway's store: a PostgreSQL server, or the embedded PGlite in its state folder. */
+  store?: "postgres" | "pglite";
 }
 
 export const INGEST_PLANS: Record<"quick" | "full", IngestPlan> = {
@@ -137,8 +140,8 @@ export async function runIngestBench(
   const rows: string[] = [];
   let broken = false;
   const dir = await mkdtemp(join(tmpdir(), "bench-ingest-"));
-  const pg = await startPostgresServer();
-  const databaseUrl = await pg.createDatabase();
+  const pg = plan.store === "pglite" ? undefined : await startPostgresServer();
+  const databaseUrl = await pg?.createDatabase();
   const runtime = await startRuntime({
     path: await fixtureFolder("tiny-nli"),
     modelId: "tiny-nli",
@@ -153,6 +156,8 @@ export async function runIngestBench(
     join(dir, "models", "models.yaml"),
     `apiVersion: serving.modelgate.dev/v1alpha1\nkind: InferenceModel\nmetadata:\n  name: tiny-nli\nspec:\n  task: zero-shot-classification\n  source: { uri: file:///models/x }\n  pricing: { serviceSlug: tiny-nli, inputPerMillionTokens: '4' }\nstatus:\n  endpoint: ${runtime.url}\n`,
   );
+  // The embedded store starts from the migrated template, as the tests' gateways do.
+  if (!pg) await seedPgliteFolder(join(dir, "state", "db"));
   const port = await freePort();
   const metricsPort = await freePort();
   let gateway: ServiceProcess | undefined;
@@ -170,13 +175,15 @@ export async function runIngestBench(
         `--batch-workers=${plan.workers}`,
         "--batch-poll-ms=50",
       ],
-      env: { MODELGATE_DATABASE_URL: databaseUrl },
+      env: databaseUrl ? { MODELGATE_DATABASE_URL: databaseUrl } : {},
       readyUrl: `http://127.0.0.1:${metricsPort}/readyz`,
     });
     const pid = gateway.child.pid!;
     const url = `http://127.0.0.1:${port}`;
     const client = openaiClient(url, key.key);
-    log(`ingest: gateway child pid ${pid}, ${fmt(await rssMb(pid))} MiB resident at start`);
+    log(
+      `ingest: gateway child pid ${pid} on ${plan.store ?? "postgres"}, ${fmt(await rssMb(pid))} MiB resident at start`,
+    );
 
     for (const { mb, lines } of plan.uploads) {
       const upload = await measured(pid, () => uploadBatchFile(url, key.key, mb, lines));
@@ -235,7 +242,7 @@ export async function runIngestBench(
   } finally {
     await gateway?.stop();
     await runtime.close();
-    await pg.stop();
+    await pg?.stop();
   }
   return { rows, broken };
 }
