@@ -5,25 +5,26 @@
 //     concurrency found (target: at least 0.9x);
 //  2. interactive p99 latency at a fixed rate, alone and while a batch runs
 //     (target: at most 1.25x);
-//  3. peak resident memory of the ingesting gateway for a small and a large
-//     upload (target: flat, not proportional to the file).
+//  3. time and peak resident memory of a gateway child process ingesting and
+//     validating a small and a ten times larger batch file, and running a
+//     small and a large batch (target: flat, not proportional; ./ingest.ts).
 // The gateway and the runtimes run in this process (the test platform), so
 // they share its two cores with the load generator. Prints one table; exits
 // non-zero only when the run itself breaks (failed requests, a batch not
 // completed). See docs/batch.md.
-import { Readable } from "node:stream";
 import { Pool } from "undici";
 import { startPlatform } from "../../gateway/support/platform.js";
 import { finished, nliLine, openaiClient, submit, waitFor } from "../../gateway/batch/support.js";
 import { startPostgresServer } from "../../support/postgres-server.js";
+import { INGEST_PLANS, runIngestBench } from "./ingest.js";
 import { runClosedLoop, type LoadRequest } from "../support/closed-loop.js";
 import { startRun } from "../support/run-clock.js";
 import { fmt, fmtRatio, quantile } from "../runtime/stats.js";
 
 const quick = process.argv.includes("--quick");
 const plan = quick
-  ? { lines: 600, clients: [1, 4, 8], rateSeconds: 4, uploadsMb: [16, 64], workers: 4 }
-  : { lines: 50_000, clients: [1, 4, 8, 16], rateSeconds: 20, uploadsMb: [20, 200], workers: 8 };
+  ? { lines: 600, clients: [1, 4, 8], rateSeconds: 4, workers: 4 }
+  : { lines: 50_000, clients: [1, 4, 8, 16], rateSeconds: 20, workers: 8 };
 const { log, elapsedSeconds } = startRun(quick ? 600_000 : 3_600_000);
 log(`modelgate batch benchmark (${quick ? "quick" : "full"}): ${JSON.stringify(plan)}`);
 
@@ -112,50 +113,12 @@ log(
 );
 if (alone.failed + beside.failed > 0) broken = true;
 
-// 3. Peak resident memory while an upload of each size is ingested.
-async function ingestPeakMb(mb: number): Promise<number> {
-  const boundary = "modelgatebenchboundary";
-  const line = `${"x".repeat(1023)}\n`;
-  const head = `--${boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nuser_data\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.txt"\r\nContent-Type: application/octet-stream\r\n\r\n`;
-  const tail = `\r\n--${boundary}--\r\n`;
-  const total = mb * 1024;
-  function* body() {
-    yield Buffer.from(head);
-    const block = Buffer.from(line.repeat(64));
-    for (let sent = 0; sent < total; sent += 64) yield block;
-    yield Buffer.from(tail);
-  }
-  global.gc?.();
-  const base = process.memoryUsage().rss;
-  let peak = base;
-  const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
-  const init: RequestInit & { duplex: "half" } = {
-    method: "POST",
-    headers: {
-      "x-api-key": p.keys.acme.key,
-      "content-type": `multipart/form-data; boundary=${boundary}`,
-    },
-    body: Readable.toWeb(Readable.from(body())),
-    duplex: "half",
-  };
-  const response = await fetch(`${p.url}/v1/files`, init);
-  clearInterval(sampler);
-  const file = (await response.json()) as { bytes?: number };
-  if (response.status !== 200 || file.bytes !== total * 1024) {
-    log(`upload of ${mb} MB failed: ${response.status} ${JSON.stringify(file).slice(0, 200)}`);
-    broken = true;
-  }
-  return (peak - base) / 1024 / 1024;
-}
-const memory: Array<[number, number]> = [];
-for (const mb of plan.uploadsMb) {
-  const growth = await ingestPeakMb(mb);
-  memory.push([mb, growth]);
-  log(`ingest ${mb} MB: peak RSS growth ${fmt(growth)} MB`);
-}
-
 await p.close();
 await pg.stop();
+
+// 3. Ingestion and a worker's memory, in a gateway child process (./ingest.ts).
+const ingest = await runIngestBench(INGEST_PLANS[quick ? "quick" : "full"], log);
+if (ingest.broken) broken = true;
 const table = [
   "| figure | value | target |",
   "| --- | --- | --- |",
@@ -164,9 +127,7 @@ const table = [
   `| batch / sync | ${fmtRatio(batchRps / best.rps)} | >= 0.9x |`,
   `| interactive p99 at ${rate} req/s | ${fmt(alone.p99)} ms alone, ${fmt(beside.p99)} ms beside a batch | |`,
   `| p99 beside / alone | ${fmtRatio(beside.p99 / alone.p99)} | <= 1.25x |`,
-  ...memory.map(
-    ([mb, growth]) => `| ingest ${mb} MB: peak RSS growth | ${fmt(growth)} MB | flat |`,
-  ),
+  ...ingest.rows,
 ];
 log(`done in ${elapsedSeconds().toFixed(0)} s`);
 process.stdout.write(`\n${table.join("\n")}\n`);
