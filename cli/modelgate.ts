@@ -96,6 +96,10 @@ program
     "--request-timeout <seconds>",
     "seconds a client has to send its whole request; 408 after (default 30)",
   )
+  .option(
+    "--upload-timeout <seconds>",
+    "seconds a file upload (POST /v1/files) has to arrive; 408 after (default 900)",
+  )
   .option("--models-dir <dir>", "folder of InferenceModel YAML to route to (file source)")
   .addOption(
     new Option(
