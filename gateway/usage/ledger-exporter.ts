@@ -236,15 +236,21 @@ export class LedgerExporter {
       .executeTakeFirst();
     const after = cursor ?? { txid: "0", seq: 0 };
     // Only rows of transactions older than every one still running: no row
-    // can commit later behind the cursor (see migration 0002).
+    // can commit later behind the cursor (see migration 0002). The order is
+    // the table's columns (`l.txid`), not the output's text `txid`: by text,
+    // transaction 1000 sorts before 999, and a batch across such a boundary
+    // moved the cursor past rows never sent. The snapshot's xmin is a
+    // sub-select, computed once: as a plain expression the index scan
+    // evaluated it per row (54 ms for 1,000 rows on PGlite, 0.4 ms so), and
+    // the index gives the rows in order, with no sort of the whole backlog.
     const { rows } = await sql<ExportedRow>`
-      SELECT response_id, request_id, route, account, project, key_id, model,
-             input_tokens, output_tokens, cost::text AS cost, currency, answered_at,
-             txid::text AS txid, seq
-      FROM usage_ledger
-      WHERE (txid, seq) > (${after.txid}::xid8, ${after.seq}::int8)
-        AND txid < pg_snapshot_xmin(pg_current_snapshot())
-      ORDER BY txid, seq
+      SELECT l.response_id, l.request_id, l.route, l.account, l.project, l.key_id, l.model,
+             l.input_tokens, l.output_tokens, l.cost::text AS cost, l.currency, l.answered_at,
+             l.txid::text AS txid, l.seq
+      FROM usage_ledger l
+      WHERE (l.txid, l.seq) > (${after.txid}::xid8, ${after.seq}::int8)
+        AND l.txid < (SELECT pg_snapshot_xmin(pg_current_snapshot()))
+      ORDER BY l.txid, l.seq
       LIMIT ${this.options.batchSize ?? 100}
     `.execute(db);
     if (rows.length === 0) return 0;
