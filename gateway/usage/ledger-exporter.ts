@@ -97,6 +97,13 @@ export interface LedgerExporterOptions {
   logger: Logger;
   /** Rows per POST, at most; default 100. */
   batchSize?: number;
+  /**
+   * Rows read per query, at most, then posted `batchSize` at a time; default
+   * 1,000. On PGlite a query costs the event loop about 2 ms beyond its rows:
+   * reading 1,000 at once instead of 100 took the export from about 44 to
+   * 22 us of CPU per row (docs/state.md).
+   */
+  readSize?: number;
   /** How often a replica without the lock tries it, and the holder looks for new rows; default 1 s. */
   pollMs?: number;
   retry?: RetryPolicy;
@@ -227,7 +234,11 @@ export class LedgerExporter {
     this.options.hooks?.onLeadership?.(held);
   }
 
-  /** Sends the next rows after the cursor and moves it past them; returns how many. */
+  /**
+   * Reads the next rows after the cursor and sends them a batch at a time,
+   * moving the cursor past each batch the sink accepted; returns how many
+   * rows it passed. Stops early when the lock is lost.
+   */
   private async exportBatch(db: Kysely<Database>): Promise<number> {
     const cursor = await db
       .selectFrom("usage_export_cursor")
@@ -251,9 +262,18 @@ export class LedgerExporter {
       WHERE (l.txid, l.seq) > (${after.txid}::xid8, ${after.seq}::int8)
         AND l.txid < (SELECT pg_snapshot_xmin(pg_current_snapshot()))
       ORDER BY l.txid, l.seq
-      LIMIT ${this.options.batchSize ?? 100}
+      LIMIT ${this.options.readSize ?? 1000}
     `.execute(db);
-    if (rows.length === 0) return 0;
+    const size = this.options.batchSize ?? 100;
+    for (let start = 0; start < rows.length; start += size) {
+      if (start > 0 && (this.closed || !(await this.stillHeld()))) return start;
+      await this.exportRows(db, rows.slice(start, start + size));
+    }
+    return rows.length;
+  }
+
+  /** One batch: to the sink, then the cursor past its last row. */
+  private async exportRows(db: Kysely<Database>, rows: readonly ExportedRow[]): Promise<void> {
     const wanted = rows.filter((row) => row.route === EXPORTED_ROUTE);
     if (wanted.length > 0) await this.deliver(wanted);
     const last = rows[rows.length - 1]!;
@@ -266,7 +286,6 @@ export class LedgerExporter {
       WHERE (usage_export_cursor.txid, usage_export_cursor.seq) < (excluded.txid, excluded.seq)
     `.execute(db);
     this.options.hooks?.onExported?.(wanted);
-    return rows.length;
   }
 
   /**

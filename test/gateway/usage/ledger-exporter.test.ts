@@ -188,6 +188,27 @@ describe("ledger exporter on pglite", () => {
     await until("every row", () => rows.every((e) => sink.counted.has(e.responseId)));
     expect(sink.attempts).toEqual(rows.map((e) => e.responseId));
   });
+
+  it("reads many rows at once and posts them a batch at a time, moving the cursor per batch", async () => {
+    const target = await pglite.newTarget();
+    const sink = await startCountingSink();
+    onCleanup(() => sink.close());
+    const a = await replica(target, sink);
+    const rows = Array.from({ length: 50 }, () => entry());
+    await recordLedgerEntries(a.store.db, rows);
+    a.exporter.start();
+    await until("every row", () => rows.every((e) => sink.counted.has(e.responseId)));
+    // One read of all 50 (readSize 1,000), posted 20, 20 and 10.
+    expect(sink.batches.map((batch) => batch.length)).toEqual([20, 20, 10]);
+    expect(sink.attempts).toEqual(rows.map((e) => e.responseId));
+    const cursor = await sql<{ seq: number }>`
+      SELECT seq FROM usage_export_cursor WHERE name = 'http-sink'
+    `.execute(a.store.db);
+    const last = await sql<{ seq: number }>`
+      SELECT seq FROM usage_ledger WHERE response_id = ${rows[49]!.responseId}
+    `.execute(a.store.db);
+    expect(Number(cursor.rows[0]!.seq)).toBe(Number(last.rows[0]!.seq));
+  });
 });
 
 describe("ledger exporter across a change of the transaction id's digit count", () => {
