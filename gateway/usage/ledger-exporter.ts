@@ -99,9 +99,10 @@ export interface LedgerExporterOptions {
   batchSize?: number;
   /**
    * Rows read per query, at most, then posted `batchSize` at a time; default
-   * 1,000. On PGlite a query costs the event loop about 2 ms beyond its rows:
-   * reading 1,000 at once instead of 100 took the export from about 44 to
-   * 22 us of CPU per row (docs/state.md).
+   * 500. On PGlite a query costs the event loop about 2 ms beyond its rows
+   * (about 20 us each): 100 rows a query cost about 44 us a row, 1,000 about
+   * 22 us but block the event loop for some 20 ms at once; 500, about 24 us
+   * a row and 10 ms (docs/state.md).
    */
   readSize?: number;
   /** How often a replica without the lock tries it, and the holder looks for new rows; default 1 s. */
@@ -262,7 +263,7 @@ export class LedgerExporter {
       WHERE (l.txid, l.seq) > (${after.txid}::xid8, ${after.seq}::int8)
         AND l.txid < (SELECT pg_snapshot_xmin(pg_current_snapshot()))
       ORDER BY l.txid, l.seq
-      LIMIT ${this.options.readSize ?? 1000}
+      LIMIT ${this.options.readSize ?? 500}
     `.execute(db);
     const size = this.options.batchSize ?? 100;
     for (let start = 0; start < rows.length; start += size) {

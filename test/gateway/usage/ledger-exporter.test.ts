@@ -198,7 +198,7 @@ describe("ledger exporter on pglite", () => {
     await recordLedgerEntries(a.store.db, rows);
     a.exporter.start();
     await until("every row", () => rows.every((e) => sink.counted.has(e.responseId)));
-    // One read of all 50 (readSize 1,000), posted 20, 20 and 10.
+    // One read of all 50 (readSize 500), posted 20, 20 and 10.
     expect(sink.batches.map((batch) => batch.length)).toEqual([20, 20, 10]);
     expect(sink.attempts).toEqual(rows.map((e) => e.responseId));
     const cursor = await sql<{ seq: number }>`
