@@ -1,26 +1,37 @@
 import type { Child } from "./child-process.js";
 import type { LoadRequest } from "../support/closed-loop.js";
-import { measuredRun, mergeParts, type Side } from "./measure.js";
-import type { GatewayBenchPlan } from "./plan.js";
-import { fmt } from "../runtime/stats.js";
+import { measuredRun, mergeParts, whenQuiet, type Side } from "./measure.js";
+import type { GatewayBenchPlan, RoundPlan } from "./plan.js";
+import { fmt, median, ratio } from "../runtime/stats.js";
 
 /**
  * Direct against through-the-gateway, for one runtime and one CPU layout, at
  * each client count. The same request bytes go both ways (the runtime
- * ignores the API key). Each point runs A-B-B-A in halves (direct, gateway,
- * gateway, direct), `plan.rounds` times, so a drift of the machine that is
- * linear over a round lands on both sides equally.
+ * ignores the API key). Each point runs A-B-B-A rounds of halves (direct,
+ * gateway, gateway, direct), so that a drift of the machine that is linear
+ * over a round lands on both sides equally; each round gives one ratio and
+ * one added p50, and the point reports their medians: a slow spell of the
+ * machine (another process's burst, a GC) decides one round, not the point.
  */
 export type Variant = "shared" | "pinned";
 
 export interface Suite {
-  /** "stand-in" or "tiny-nli". */
+  /** "stand-in" or "tiny-nli", with the stores' suffix ("+postgres+valkey"). */
   name: string;
   runtime: Child;
+  /** The gateway, or for the floor row the bare proxy (bare-proxy.ts). */
   gateway: Child;
   /** Processes whose CPU is reported besides runtime and gateway (the usage sink). */
   others: readonly Child[];
   requests: readonly LoadRequest[];
+}
+
+/** One A-B-B-A round's comparison. */
+export interface RoundFigures {
+  /** Gateway requests per second over direct's, both halves of each side. */
+  throughputRatio: number;
+  /** The gateway halves' p50 minus the direct halves'. */
+  addedP50Ms: number;
 }
 
 export interface ComparePoint {
@@ -29,26 +40,27 @@ export interface ComparePoint {
   clients: number;
   direct: Side;
   gateway: Side;
+  rounds: RoundFigures[];
+  /** Medians over `rounds`: what the targets are judged on. */
+  throughputRatio: number;
+  addedP50Ms: number;
 }
 
 export async function compareSuite(
   plan: GatewayBenchPlan,
   suite: Suite,
   variant: Variant,
+  rounds: RoundPlan,
   log: (line: string) => void,
 ): Promise<ComparePoint[]> {
   const watched = [suite.runtime, suite.gateway, ...suite.others];
   const background = [suite.gateway, ...suite.others];
-  // `settle`: wait for the gateway's background work before the reading. Only
-  // the second gateway half needs it: the first half's leftover lands in the
-  // second, on the same side, and the direct half that follows starts quiet.
-  const half = (origin: string, clients: number, durationMs: number, settle = false) =>
+  const half = (origin: string, clients: number, durationMs: number) =>
     measuredRun(
       origin,
       suite.requests,
       { clients, durationMs, maxRequests: plan.halfMaxRequests },
       watched,
-      { children: settle ? background : [], maxMs: plan.settleMaxMs },
     );
   // Warm-up at the middle client count: JIT on every side, pooled connections,
   // the journal's first writes. The gateway's is longer and is followed by a
@@ -64,25 +76,45 @@ export async function compareSuite(
     watched,
     { children: background, maxMs: plan.warmupSettleMaxMs },
   );
+  const cpuOf = async () => Promise.all(background.map((c) => c.cpuSeconds()));
   const points: ComparePoint[] = [];
   for (const clients of plan.clients) {
-    const halfMs = plan.pointMs / 2;
     const direct = [];
     const gateway = [];
-    // Several A-B-B-A rounds: a slow spell of the machine that lasts seconds
-    // lands on both sides, instead of deciding the point.
-    for (let round = 0; round < plan.rounds; round++) {
-      direct.push(await half(suite.runtime.url, clients, halfMs));
-      gateway.push(await half(suite.gateway.url, clients, halfMs));
-      gateway.push(await half(suite.gateway.url, clients, halfMs, true));
-      direct.push(await half(suite.runtime.url, clients, halfMs));
+    const figures: RoundFigures[] = [];
+    const before = await cpuOf();
+    for (let round = 0; round < rounds.rounds; round++) {
+      const a1 = await half(suite.runtime.url, clients, rounds.halfMs);
+      const b1 = await half(suite.gateway.url, clients, rounds.halfMs);
+      const b2 = await half(suite.gateway.url, clients, rounds.halfMs);
+      const a2 = await half(suite.runtime.url, clients, rounds.halfMs);
+      direct.push(a1, a2);
+      gateway.push(b1, b2);
+      const [d, g] = [mergeParts([a1, a2]), mergeParts([b1, b2])];
+      figures.push({
+        throughputRatio: ratio(g.requestsPerSecond, d.requestsPerSecond),
+        addedP50Ms: g.p50Ms - d.p50Ms,
+      });
     }
+    // The gateway's work after its answers (the outbox's ledger batches, the
+    // exporter's deliveries, the journal's syncs) runs on during the direct
+    // halves that follow and after the last half. All of the gateway's, the
+    // sink's and the stores' CPU from the point's start to the first quiet
+    // moment after it is charged to the gateway side: an idle gateway's own
+    // timers, a few per cent of a core during the direct halves, make this
+    // an upper bound.
+    await whenQuiet(background, plan.settleMaxMs);
+    const after = await cpuOf();
+    const charged = Object.fromEntries(background.map((c, i) => [c.name, after[i]! - before[i]!]));
     const point: ComparePoint = {
       suite: suite.name,
       variant,
       clients,
       direct: mergeParts(direct),
-      gateway: mergeParts(gateway),
+      gateway: mergeParts(gateway, charged),
+      rounds: figures,
+      throughputRatio: median(figures.map((f) => f.throughputRatio)),
+      addedP50Ms: median(figures.map((f) => f.addedP50Ms)),
     };
     points.push(point);
     for (const side of ["direct", "gateway"] as const) {
@@ -90,6 +122,10 @@ export async function compareSuite(
         `${suite.name} ${variant} clients=${clients} ${side.padEnd(7)}: ${describeSide(point[side], side === "gateway")}`,
       );
     }
+    log(
+      `${suite.name} ${variant} clients=${clients} ratio median ${point.throughputRatio.toFixed(3)} ` +
+        `over ${figures.length} rounds (${figures.map((f) => f.throughputRatio.toFixed(2)).join(" ")})`,
+    );
   }
   return points;
 }

@@ -27,7 +27,7 @@ export interface Side {
   firstFailure: string | null;
 }
 
-interface Part {
+export interface Part {
   run: LoadRun;
   cpuSeconds: Record<string, number>;
 }
@@ -61,7 +61,7 @@ export async function measuredRun(
   return { run, cpuSeconds };
 }
 
-async function whenQuiet(children: readonly Child[], maxMs: number): Promise<void> {
+export async function whenQuiet(children: readonly Child[], maxMs: number): Promise<void> {
   if (children.length === 0) return;
   const total = async () =>
     (await Promise.all(children.map((c) => c.cpuSeconds()))).reduce((a, b) => a + b, 0);
@@ -75,8 +75,12 @@ async function whenQuiet(children: readonly Child[], maxMs: number): Promise<voi
   }
 }
 
-/** Merges the halves of one side: counts and times add up, quantiles over all samples. */
-export function mergeParts(parts: readonly Part[]): Side {
+/**
+ * Merges the halves of one side: counts and times add up, quantiles over all
+ * samples. `cpuOverride` replaces the summed CPU seconds of some processes
+ * (compare.ts charges the gateway side with all its background work).
+ */
+export function mergeParts(parts: readonly Part[], cpuOverride: Record<string, number> = {}): Side {
   const latencies = parts.flatMap((p) => p.run.latenciesMs);
   const elapsedMs = parts.reduce((sum, p) => sum + p.run.elapsedMs, 0);
   const cpu: Record<string, number> = {};
@@ -84,6 +88,7 @@ export function mergeParts(parts: readonly Part[]): Side {
     for (const [name, seconds] of Object.entries(part.cpuSeconds))
       cpu[name] = (cpu[name] ?? 0) + seconds;
   }
+  Object.assign(cpu, cpuOverride);
   const cpuShare: Record<string, number> = {};
   const cpuMsPerRequest: Record<string, number> = {};
   for (const [name, seconds] of Object.entries(cpu)) {

@@ -19,10 +19,14 @@ export interface GatewayBenchPlan {
   /** Hard stop for the whole run; a watchdog ends the process past it. */
   deadlineMs: number;
   clients: number[];
-  /** Time per side and client count in one round, split into two halves run A-B-B-A. */
-  pointMs: number;
-  /** A-B-B-A rounds per point. */
-  rounds: number;
+  /** How the informative rows (stand-in, shared layouts) are measured. */
+  rows: RoundPlan;
+  /**
+   * How the rows the targets apply to (the real runtime's pinned rows, and
+   * the bare proxy's beside them) are measured: more, shorter rounds, whose
+   * median ratio is reported, so that two runs agree.
+   */
+  targetRows: RoundPlan;
   /** Per half; with pointMs, whichever ends first. */
   halfMaxRequests: number;
   /** Per side, before a suite's first point: JIT, connections, the journals' first writes. */
@@ -37,6 +41,12 @@ export interface GatewayBenchPlan {
   payPointMs: number;
   /** The real runtime answers one request at a time, at once: no batch window to wait out. */
   runtimeThroughput: { maxBatchSize: number; batchWindowMs: number };
+}
+
+/** A point: `rounds` A-B-B-A rounds of halves `halfMs` long (direct, gateway, gateway, direct). */
+export interface RoundPlan {
+  rounds: number;
+  halfMs: number;
 }
 
 function flagValue(args: readonly string[], name: string): string | undefined {
@@ -59,10 +69,12 @@ export function planFrom(args: readonly string[]): GatewayBenchPlan {
     valkey,
     postgres,
     // Each set of shared-store suites about doubles the measuring.
-    deadlineMs: (quick ? 75_000 : 450_000) * (1 + Number(valkey) + Number(postgres)),
+    deadlineMs: (quick ? 90_000 : 500_000) * (1 + Number(valkey) + Number(postgres)),
     clients: [1, 16, 64],
-    pointMs: quick ? 600 : 3_000,
-    rounds: quick ? 1 : 3,
+    rows: quick ? { rounds: 1, halfMs: 300 } : { rounds: 4, halfMs: 1_000 },
+    // A quick run's target rows: 6 rounds of 4 × 150 ms, the median of 6
+    // ratios; the single 300 ms round before moved by ±0.18× between runs.
+    targetRows: quick ? { rounds: 6, halfMs: 150 } : { rounds: 9, halfMs: 500 },
     halfMaxRequests: 200_000,
     warmupMs: quick ? 200 : 1_500,
     gatewayWarmupMs: quick ? 1_000 : 3_000,

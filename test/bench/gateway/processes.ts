@@ -11,6 +11,16 @@ export function startStandInRuntime(): Promise<Child> {
   return startChild({ name: "runtime", script: here("./stand-in-runtime.ts"), ready: "ipc" });
 }
 
+/** The floor row's bare Node proxy in front of `runtimeUrl` (bare-proxy.ts). */
+export function startBareProxy(runtimeUrl: string): Promise<Child> {
+  return startChild({
+    name: "gateway",
+    script: here("./bare-proxy.ts"),
+    args: [runtimeUrl],
+    ready: "ipc",
+  });
+}
+
 export function startUsageSink(): Promise<Child> {
   return startChild({ name: "sink", script: here("./usage-sink.ts"), ready: "ipc" });
 }

@@ -27,6 +27,8 @@ export const TARGETS = {
 } as const;
 
 export const TARGET_SUITE = "tiny-nli";
+/** The floor row: a bare Node proxy (bare-proxy.ts) in front of the real runtime, pinned as the gateway is. */
+export const BARE_PROXY_SUITE = `${TARGET_SUITE}+bare-proxy`;
 
 function verdict(pass: boolean): string {
   return pass ? "PASS" : "MISS";
@@ -65,6 +67,8 @@ const SUITE_TITLES: Record<string, string> = {
     "real runtime, tiny-nli, the gateway's rate limits in a real redis-server (--valkey-url; the targets apply to its pinned rows)",
   "stand-in+postgres+valkey":
     "stand-in runtime, the gateway's ledger in a real PostgreSQL server and its rate limits in a real redis-server (--database-url, --valkey-url; informative)",
+  [BARE_PROXY_SUITE]:
+    "floor: a bare Node proxy (node:http + undici, nothing else) in front of the real runtime, pinned as the gateway (informative)",
   "tiny-nli+postgres+valkey":
     "real runtime, tiny-nli, the ledger in a real PostgreSQL server, rate limits in a real redis-server (--database-url, --valkey-url; the targets apply to its pinned rows)",
 };
@@ -75,6 +79,13 @@ const TARGET_SUITES = new Set([
   `${TARGET_SUITE}+valkey`,
   `${TARGET_SUITE}+postgres+valkey`,
 ]);
+
+/** The bare proxy's point at the same layout and client count, measured in this run. */
+function floorOf(points: readonly ComparePoint[], p: ComparePoint): ComparePoint | undefined {
+  return points.find(
+    (q) => q.suite === BARE_PROXY_SUITE && q.variant === p.variant && q.clients === p.clients,
+  );
+}
 
 /** The final table: figures and ratios of this one run, and PASS/MISS per target. */
 export function renderReport(
@@ -104,8 +115,10 @@ export function renderReport(
     const targetVariant = context.pinned ? "pinned" : "shared";
     for (const p of points.filter((q) => q.suite === suite)) {
       const isTarget = TARGET_SUITES.has(suite) && p.variant === targetVariant;
-      const added = p.gateway.p50Ms - p.direct.p50Ms;
-      const kept = ratio(p.gateway.requestsPerSecond, p.direct.requestsPerSecond);
+      // Medians of the point's A-B-B-A rounds (compare.ts).
+      const added = p.addedP50Ms;
+      const kept = p.throughputRatio;
+      const floor = isTarget ? floorOf(points, p) : undefined;
       const addedCell = `+p50 ${added.toFixed(3)} ms${isTarget ? ` (<${TARGETS.addedP50Ms}) ${verdict(added < TARGETS.addedP50Ms)}` : ""}`;
       const keptCell = `throughput ${fmtRatio(kept)}${
         !isTarget
@@ -113,13 +126,19 @@ export function renderReport(
           : p.clients > 1
             ? ` (≥${TARGETS.throughputRatio}) ${verdict(kept >= TARGETS.throughputRatio)}`
             : " (1 client: 1/latency, informative)"
-      }`;
+      }${floor ? `  [bare proxy ${fmtRatio(floor.throughputRatio)}, +p50 ${floor.addedP50Ms.toFixed(3)} ms]` : ""}`;
       lines.push(
         `  ${p.variant.padEnd(6)} clients=${String(p.clients).padEnd(2)}  direct ${figures(p.direct)} | gateway ${figures(p.gateway)} | ${addedCell}  ${keptCell}`,
       );
       lines.push(
         `                     cpu direct: ${cpu(p.direct)} | gateway: ${cpu(p.gateway)}${perRequest(p.gateway)}`,
       );
+      if (p.rounds.length > 1) {
+        const ratios = p.rounds.map((r) => r.throughputRatio);
+        lines.push(
+          `                     median of ${p.rounds.length} rounds; ratios ${fmtRatio(Math.min(...ratios))} to ${fmtRatio(Math.max(...ratios))}`,
+        );
+      }
       const failed = p.direct.failed + p.gateway.failed;
       if (failed > 0) {
         lines.push(

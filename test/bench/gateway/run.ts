@@ -20,7 +20,7 @@ import { measurePay, PAY_REQUESTS_PER_RUN, payRequests, type PayPoint } from "./
 import { planFrom } from "./plan.js";
 import * as start from "./processes.js";
 import { profileLines } from "./profile.js";
-import { renderReport } from "./report.js";
+import { BARE_PROXY_SUITE, renderReport, TARGET_SUITE } from "./report.js";
 import { startRun } from "../support/run-clock.js";
 import { startRedisServer, type RedisServer } from "../../support/redis-server.js";
 import { processCpuSeconds } from "./child-process.js";
@@ -51,6 +51,7 @@ const apiRequests = (model: string, apiKey: string): LoadRequest[] => [
 
 /** Gateway, sink and store servers on core 0; runtime and this process (the client) on core 1. */
 async function pinnedRun(p: Pinning, suite: Suite): Promise<ComparePoint[]> {
+  const rounds = suite.name.startsWith(TARGET_SUITE) ? plan.targetRows : plan.rows;
   const all = [suite.gateway, ...suite.others, suite.runtime];
   // A server of several processes (PostgreSQL) moves with all of them; the
   // backends it forks later inherit the postmaster's affinity.
@@ -62,7 +63,7 @@ async function pinnedRun(p: Pinning, suite: Suite): Promise<ComparePoint[]> {
     for (const child of [suite.gateway, ...suite.others]) await pinAll(child, "0");
     p.pin(suite.runtime.pid, "1");
     p.pin(process.pid, "1");
-    return await compareSuite(plan, suite, "pinned", log);
+    return await compareSuite(plan, suite, "pinned", rounds, log);
   } finally {
     for (const child of all) await pinAll(child, p.original);
     p.pin(process.pid, p.original);
@@ -127,7 +128,7 @@ async function storesSuite(
     `${name} suite: gateway ${gateway.url} on ${servers.map((s) => s.url.replace(/\/\/[^@]*@/, "//")).join(", ")} ready`,
   );
   const withStores: Suite = { ...suite, name, gateway, others: [...suite.others, ...servers] };
-  points.push(...(await compareSuite(plan, withStores, "shared", log)));
+  points.push(...(await compareSuite(plan, withStores, "shared", plan.rows, log)));
   if (pin) points.push(...(await pinnedRun(pin, withStores)));
   await gateway.stop();
   running.splice(running.indexOf(gateway), 1);
@@ -176,7 +177,7 @@ try {
     others: [sink],
     requests: apiRequests("stand-in", setup.apiKey),
   };
-  points.push(...(await compareSuite(plan, standIn, "shared", log)));
+  points.push(...(await compareSuite(plan, standIn, "shared", plan.rows, log)));
   if (pin) points.push(...(await pinnedRun(pin, standIn)));
   pay = await measurePay(
     plan,
@@ -214,9 +215,21 @@ try {
     others: [nliSink],
     requests: apiRequests("tiny-nli", nliSetup.apiKey),
   };
-  points.push(...(await compareSuite(plan, real, "shared", log)));
+  points.push(...(await compareSuite(plan, real, "shared", plan.rows, log)));
   if (pin) points.push(...(await pinnedRun(pin, real)));
   await sharedStoreSuites(real, nliSetup);
+  // 3. The floor: a bare Node proxy in front of the same runtime, pinned as
+  // the gateway is, measured with the target rows' rounds.
+  if (pin) {
+    const proxy = await start.startBareProxy(nli.url);
+    running.unshift(proxy);
+    log(`${BARE_PROXY_SUITE} suite: proxy ${proxy.url} ready`);
+    points.push(
+      ...(await pinnedRun(pin, { ...real, name: BARE_PROXY_SUITE, gateway: proxy, others: [] })),
+    );
+    await proxy.stop();
+    running.splice(running.indexOf(proxy), 1);
+  }
 } finally {
   for (const child of running.splice(0)) await child.stop();
   for (const dir of folders) await rm(dir, { recursive: true, force: true });

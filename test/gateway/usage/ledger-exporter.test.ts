@@ -196,4 +196,63 @@ describe("ledger exporter on pglite", () => {
     await until("every row", () => rows.every((e) => sink.counted.has(e.responseId)));
     expect(sink.attempts).toEqual(rows.map((e) => e.responseId));
   });
+
+  it("reads many rows at once, posts them a batch at a time, and moves the cursor past them", async () => {
+    const target = await pglite.newTarget();
+    const sink = await startCountingSink();
+    onCleanup(() => sink.close());
+    const a = await replica(target, sink);
+    const rows = Array.from({ length: 50 }, () => entry());
+    await recordLedgerEntries(a.store.db, rows);
+    a.exporter.start();
+    await until("every row", () => rows.every((e) => sink.counted.has(e.responseId)));
+    // One read of all 50 (readSize 500), posted 20, 20 and 10.
+    expect(sink.batches.map((batch) => batch.length)).toEqual([20, 20, 10]);
+    expect(sink.attempts).toEqual(rows.map((e) => e.responseId));
+    // The cursor moves once the sink has answered: it ends on the last row.
+    const last = await sql<{ seq: number }>`
+      SELECT seq FROM usage_ledger WHERE response_id = ${rows[49]!.responseId}
+    `.execute(a.store.db);
+    const cursorSeq = async () =>
+      Number(
+        (
+          await sql<{ seq: number }>`
+            SELECT seq FROM usage_export_cursor WHERE name = 'http-sink'
+          `.execute(a.store.db)
+        ).rows[0]!.seq,
+      );
+    await until(
+      "the cursor past the last row",
+      async () => (await cursorSeq()) === Number(last.rows[0]!.seq),
+    );
+    expect(sink.batches.map((batch) => batch.length)).toEqual([20, 20, 10]);
+  });
+});
+
+describe("ledger exporter across a change of the transaction id's digit count", () => {
+  for (const engine of [pglite, postgres]) {
+    it(`exports rows of transactions 9…9 and 10…0 in transaction order (${engine.name})`, async () => {
+      const target = await engine.newTarget();
+      const sink = await startCountingSink();
+      onCleanup(() => sink.close());
+      const a = await replica(target, sink);
+      const xid = async () =>
+        Number(
+          (await sql<{ xid: string }>`SELECT pg_current_xact_id()::text AS xid`.execute(a.store.db))
+            .rows[0]!.xid,
+        );
+      // Each statement outside a transaction uses one transaction id: walk
+      // them up to just below the next power of ten.
+      const boundary = 10 ** String(await xid()).length;
+      while ((await xid()) < boundary - 30);
+      // One row per transaction, 30 on each side of the boundary: by text,
+      // "10000" sorts before "9970", which a batch of 20 must not follow.
+      const rows = Array.from({ length: 60 }, () => entry());
+      for (const row of rows) await recordLedgerEntries(a.store.db, [row]);
+      expect(await xid()).toBeGreaterThan(boundary);
+      a.exporter.start();
+      await until("every row", () => rows.every((e) => sink.counted.has(e.responseId)), 10_000);
+      expect(sink.attempts).toEqual(rows.map((e) => e.responseId));
+    });
+  }
 });
