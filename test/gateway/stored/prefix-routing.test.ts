@@ -133,7 +133,7 @@ describe("prefix-aware routing across two runtimes of one model", () => {
       const moved = await ask("And then?", first.id);
       expect(await servedBy(moved.id)).toBe(other);
     } finally {
-      await Promise.all(streams.map((s) => s.body?.cancel().catch(() => {})));
+      await Promise.all(streams.map((s) => s.body!.cancel().catch(() => {})));
     }
   }, 60_000);
 });
