@@ -139,9 +139,18 @@ export class TextGenerator {
     };
   }
 
-  /** Decodes one sequence on its own; stops at the next token once `signal` aborts. */
-  decode(job: DecodeJob, signal?: AbortSignal): Promise<Generated> {
-    return generate(this.session, this.io, { ...job, eosIds: this.eosIds, signal });
+  /**
+   * Decodes one sequence on its own; stops at the next token once `signal`
+   * aborts. The prompt is prefilled in chunks of `prefillChunkTokens`
+   * (prefill.ts' default unless given).
+   */
+  decode(job: DecodeJob, signal?: AbortSignal, prefillChunkTokens?: number): Promise<Generated> {
+    return generate(this.session, this.io, {
+      ...job,
+      eosIds: this.eosIds,
+      signal,
+      prefillChunkTokens,
+    });
   }
 
   /** One prepared request, alone and outside any queue (tests and tools). */
@@ -149,7 +158,9 @@ export class TextGenerator {
     prepared: PreparedGeneration,
     random: () => number,
     signal?: AbortSignal,
+    prefillChunkTokens?: number,
   ): Promise<GenerationOutcome> {
-    return this.outcome(prepared, await this.decode(this.job(prepared, random), signal));
+    const job = this.job(prepared, random);
+    return this.outcome(prepared, await this.decode(job, signal, prefillChunkTokens));
   }
 }
