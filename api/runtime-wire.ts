@@ -12,6 +12,8 @@
 export const USAGE_HEADERS = {
   input: "x-modelgate-input-tokens",
   output: "x-modelgate-output-tokens",
+  /** Of the input tokens, those read from the prefix cache (absent: none). */
+  cached: "x-modelgate-cached-tokens",
 } as const;
 
 /**
@@ -32,6 +34,8 @@ export const PRIORITY_HEADER = "x-modelgate-priority";
 export interface Usage {
   inputTokens: number;
   outputTokens: number;
+  /** Of the input tokens, those the runtime read from its prefix cache; absent from an older runtime. */
+  cachedTokens?: number | undefined;
 }
 
 const RESPONSE_ID = /^resp_[0-9a-f]{48}$/;
@@ -53,5 +57,8 @@ export function usageFromHeaders(
   const inputTokens = count(headers[USAGE_HEADERS.input]);
   const outputTokens = count(headers[USAGE_HEADERS.output]);
   if (inputTokens === null || outputTokens === null) return null;
-  return { inputTokens, outputTokens };
+  const cachedTokens = count(headers[USAGE_HEADERS.cached]);
+  return cachedTokens === null
+    ? { inputTokens, outputTokens }
+    : { inputTokens, outputTokens, cachedTokens };
 }

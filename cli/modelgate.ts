@@ -45,7 +45,11 @@ runtime
   )
   .option(
     "--prefix-cache-bytes <n>",
-    "bytes of finished sequences' KV cache kept for prompts that start with them (default 128 MiB; 0 disables)",
+    "bytes of prefilled KV cache kept for prompts that start with the same tokens (default 128 MiB; 0 disables)",
+  )
+  .option(
+    "--prefill-chunk-tokens <n>",
+    "prompt tokens per prefill run, and the unit the prefix cache reuses (default 64)",
   )
   .option("--hypothesis-template <text>", "zero-shot hypothesis, with {} for the label")
   .option(

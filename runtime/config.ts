@@ -33,6 +33,7 @@ export const serveConfigSchema = z.object({
     .int()
     .min(0)
     .default(DEFAULT_THROUGHPUT.prefixCacheBytes ?? 0),
+  prefillChunkTokens: positiveInt.optional(),
   hypothesisTemplate: z
     .string()
     .refine((t) => t.includes("{}"), "the hypothesis template needs a {} for the label")

@@ -9,6 +9,7 @@ import type {
 import { AdmissionQueue, type Priority } from "./engine/admission-queue.js";
 import { BatchExecutor } from "./engine/batch-executor.js";
 import { DecodeScheduler } from "./generation/decode-scheduler.js";
+import { PREFILL_CHUNK_TOKENS } from "./generation/prefill.js";
 import { PrefixCache } from "./generation/prefix-cache.js";
 import type { DecodeJob, Generated } from "./generation/generate.js";
 import type { GenerationOutcome, TextGenerator } from "./generation/text-generator.js";
@@ -43,6 +44,11 @@ export interface ThroughputOptions {
    * 0 keeps none.
    */
   prefixCacheBytes?: number | undefined;
+  /**
+   * Generation: prompt tokens per prefill run, cached or not, and the unit the
+   * prefix cache keeps and reuses (see generation/prefill.ts).
+   */
+  prefillChunkTokens?: number | undefined;
 }
 
 export const DEFAULT_THROUGHPUT: ThroughputOptions = {
@@ -53,6 +59,7 @@ export const DEFAULT_THROUGHPUT: ThroughputOptions = {
   generationConcurrency: 8,
   maxQueue: 256,
   prefixCacheBytes: 128 * 2 ** 20,
+  prefillChunkTokens: PREFILL_CHUNK_TOKENS,
 };
 
 export type ServiceResult =
@@ -240,9 +247,15 @@ function generationLane(
   const admission = admissionOf<DecodeJob, Generated>(options, metrics);
   const onBatch = (size: number) => metrics.batchSize.observe(size);
   const { io } = generator;
+  const chunk = options.prefillChunkTokens ?? PREFILL_CHUNK_TOKENS;
   const prefixCache = generator.canBatch
     ? new PrefixCache(
-        { names: io.cache.map((c) => c.pastName), kvHeads: io.kvHeads, headDim: io.headDim },
+        {
+          names: io.cache.map((c) => c.pastName),
+          kvHeads: io.kvHeads,
+          headDim: io.headDim,
+          chunk,
+        },
         options.prefixCacheBytes ?? 0,
         (bytes) => metrics.prefixCacheBytes.set(bytes),
       )
@@ -256,6 +269,7 @@ function generationLane(
         eosIds: generator.eosIds,
         onStep: onBatch,
         prefixCache: prefixCache ?? undefined,
+        prefillChunkTokens: chunk,
       })
     : new BatchExecutor<DecodeJob, Generated>(admission, {
         maxBatchSize: 1,

@@ -430,6 +430,7 @@ export class BatchWorker {
         model: model.id,
         inputTokens: tokens.inputTokens,
         outputTokens: tokens.outputTokens,
+        cachedTokens: tokens.cachedTokens ?? 0,
         cost: batchCostOf(tokens, model.prices),
         currency: model.prices.currency,
         time: new Date(this.now()).toISOString(),

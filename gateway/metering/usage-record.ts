@@ -25,6 +25,8 @@ export const usageRecordSchema = z
     model: z.string().min(1),
     inputTokens: count,
     outputTokens: count,
+    /** Of the input tokens, those read from the runtime's prefix cache; absent in records journaled before. */
+    cachedTokens: count.optional(),
     /**
      * What the request cost at the model's prices when it was answered;
      * absent only in records journaled before prices were recorded.

@@ -46,6 +46,8 @@ export const settlementRecordSchema = z
     model: z.string().min(1),
     inputTokens: count,
     outputTokens: count,
+    /** Of the input tokens, those read from the runtime's prefix cache; absent in older journals. */
+    cachedTokens: count.optional(),
     /** What the request cost at the model's prices; absent only in older journals. */
     cost: decimalSchema.optional(),
     currency: currencySchema.optional(),

@@ -68,6 +68,7 @@ export async function billUsage(
       model: model.id,
       inputTokens: usage.inputTokens,
       outputTokens: usage.outputTokens,
+      ...(usage.cachedTokens !== undefined ? { cachedTokens: usage.cachedTokens } : {}),
       ...priced,
       time: new Date(parts.now()).toISOString(),
     });
@@ -81,6 +82,7 @@ export async function billUsage(
       ...paidRequestOf(request, caller, model),
       inputTokens: usage.inputTokens,
       outputTokens: usage.outputTokens,
+      ...(usage.cachedTokens !== undefined ? { cachedTokens: usage.cachedTokens } : {}),
       ...priced,
       createdAtMs: parts.now(),
     });

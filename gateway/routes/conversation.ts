@@ -8,7 +8,8 @@ import type { StoredResponseRow } from "../store/stored-responses.js";
  * answer as an assistant message. The earlier turns' `instructions` are not
  * carried over (as the OpenAI API does): only the new request's apply. The
  * runtime renders the list as any conversation and applies the token limit
- * to the whole; with `truncation: auto` the oldest messages go first.
+ * to the whole; with `truncation: auto` the oldest turns go first, whole
+ * (each ends with its answer, which is how the runtime cuts turns).
  */
 export function historyOf(turns: readonly StoredResponseRow[]): ChatMessage[] {
   return turns.flatMap((turn) => {

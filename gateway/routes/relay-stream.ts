@@ -60,8 +60,12 @@ function terminalEvent(data: string | null): StreamEvent | null {
 
 function usageOf(event: StreamEvent): Usage | null {
   if (!("response" in event) || !event.response.usage) return null;
-  const { input_tokens, output_tokens } = event.response.usage;
-  return { inputTokens: input_tokens, outputTokens: output_tokens };
+  const { input_tokens, output_tokens, input_tokens_details } = event.response.usage;
+  return {
+    inputTokens: input_tokens,
+    outputTokens: output_tokens,
+    cachedTokens: input_tokens_details.cached_tokens,
+  };
 }
 
 export async function relayStream(

@@ -37,6 +37,8 @@ export interface UsageLedgerTable {
   model: string;
   input_tokens: number;
   output_tokens: number;
+  /** Of the input tokens, those the runtime read from its prefix cache (0 in rows from before 0005). */
+  cached_tokens: ColumnType<number, number | undefined, never>;
   /** `numeric`: an exact decimal, read back as a string. */
   cost: string;
   currency: string;

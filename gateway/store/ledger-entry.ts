@@ -35,6 +35,8 @@ export const ledgerEntrySchema = z
     model: z.string().min(1),
     inputTokens: count,
     outputTokens: count,
+    /** Of the input tokens, those read from the runtime's prefix cache; absent in entries journaled before. */
+    cachedTokens: count.optional(),
     /** What the request cost at the model's prices when it was answered. */
     cost: decimalSchema,
     currency: currencySchema,

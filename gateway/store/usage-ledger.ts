@@ -10,7 +10,7 @@ import type { LedgerEntry } from "./ledger-entry.js";
  *
  * One statement whatever the batch's size: each column goes as one array
  * parameter and `unnest` turns the arrays back into rows. A multi-row
- * VALUES list would take 13 parameters per row, which the database parses,
+ * VALUES list would take 14 parameters per row, which the database parses,
  * binds and plans one by one: on the embedded PGlite that made each row
  * cost a quarter more (docs/state.md), and above 5,000 rows it passes
  * PostgreSQL's 65,535-parameter limit. One statement is atomic on its own,
@@ -26,13 +26,14 @@ export async function recordLedgerEntries(
   const result = await sql`
     INSERT INTO usage_ledger (
       response_id, route, account, project, key_id, agent_id, model,
-      input_tokens, output_tokens, cost, currency, request_id, answered_at
+      input_tokens, output_tokens, cached_tokens, cost, currency, request_id, answered_at
     )
     SELECT * FROM unnest(
       ${column("responseId")}::text[], ${column("route")}::text[],
       ${column("account")}::text[], ${column("project")}::text[],
       ${column("keyId")}::text[], ${column("agentId")}::text[], ${column("model")}::text[],
       ${column("inputTokens")}::integer[], ${column("outputTokens")}::integer[],
+      ${entries.map((entry) => entry.cachedTokens ?? 0)}::integer[],
       ${column("cost")}::numeric[], ${column("currency")}::text[],
       ${column("requestId")}::text[], ${column("time")}::timestamptz[]
     )

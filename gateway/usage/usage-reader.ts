@@ -127,6 +127,7 @@ function uniqueColumns<G extends string>(
 interface TokenSums {
   input_tokens: number;
   output_tokens: number;
+  cached_tokens: number;
   num_model_requests: number;
 }
 
@@ -134,6 +135,7 @@ function tokenSums(q: LedgerQuery) {
   return q.select((eb) => [
     sql<number>`coalesce(sum(input_tokens), 0)::int8`.as("input_tokens"),
     sql<number>`coalesce(sum(output_tokens), 0)::int8`.as("output_tokens"),
+    sql<number>`coalesce(sum(cached_tokens), 0)::int8`.as("cached_tokens"),
     eb.fn.countAll<number>().as("num_model_requests"),
   ]);
 }
@@ -143,7 +145,7 @@ function completionsResult(row: GroupKey & TokenSums): CompletionsResult {
     object: "organization.usage.completions.result",
     input_tokens: Number(row.input_tokens),
     output_tokens: Number(row.output_tokens),
-    input_cached_tokens: 0,
+    input_cached_tokens: Number(row.cached_tokens),
     num_model_requests: Number(row.num_model_requests),
     project_id: row.project ?? null,
     api_key_id: row.key_id ?? null,

@@ -36,8 +36,6 @@ export interface BatchCache {
   past(): PastCache;
   /** Takes a decode step's result: its present outputs, by past name. */
   advance(present: Readonly<Record<string, Float32Array>>): void;
-  /** Row `row`'s real positions, copied compact: [1, heads, length, dim] by past name. */
-  rowCache(row: number): Record<string, Float32Array>;
   /** Drops the rows at `finished`; returns the new order (`order[new]` is the old index). */
   remove(finished: readonly number[]): number[];
 }
@@ -83,12 +81,6 @@ export class PaddedBatchCache implements BatchCache {
   advance(present: Readonly<Record<string, Float32Array>>): void {
     this.cache = { length: this.cache.length + 1, tensors: present };
     this.filled = this.filled.map((filled) => filled + 1);
-  }
-
-  rowCache(row: number): Record<string, Float32Array> {
-    const filled = this.filled[row];
-    if (filled === undefined) throw new Error(`the cache has no row ${row}`);
-    return this.rebuild((name) => [this.source(name, row, filled)], filled).tensors;
   }
 
   remove(finished: readonly number[]): number[] {
@@ -157,12 +149,6 @@ export class SharedBatchCache implements BatchCache {
   /** The graph wrote the new positions into the buffers; the outputs are copies, unused. */
   advance(): void {
     this.cache.advance();
-  }
-
-  rowCache(row: number): Record<string, Float32Array> {
-    const tensors: Record<string, Float32Array> = {};
-    for (const { pastName } of this.io.cache) tensors[pastName] = this.cache.copyRow(row, pastName);
-    return tensors;
   }
 
   remove(finished: readonly number[]): number[] {

@@ -11,6 +11,7 @@ import {
   readDecoderOutputs,
   type DecoderSession,
 } from "./decoder-feeds.js";
+import { prefill, PREFILL_CHUNK_TOKENS } from "./prefill.js";
 import type { DecoderIO } from "./decoder-io.js";
 import type { DecodeJob, Generated } from "./generate.js";
 import type { PrefixCache } from "./prefix-cache.js";
@@ -18,8 +19,9 @@ import { shouldStop } from "./stopping.js";
 
 /**
  * Continuous batching for decoders with a KV cache, fed by the admission
- * queue. A new sequence is prefilled on its own (so its first token is
- * exactly the single-sequence result), then joins the running batch: every
+ * queue. A new sequence is prefilled on its own, in position-aligned chunks
+ * (prefill.ts; so its first token is exactly the single-sequence result,
+ * cached or not), then joins the running batch: every
  * step feeds each sequence's last token in ONE session.run over the batch's
  * cache (see batch-cache.ts for its two layouts). A finished sequence leaves
  * at once; a place in the batch is taken from the queue only when free and
@@ -30,8 +32,11 @@ import { shouldStop } from "./stopping.js";
  * sixteen sequences costs far less than sixteen steps.
  *
  * With a prefix cache, a prefill starts from the longest stored prefix of
- * its prompt and feeds only the rest; a finished sequence's positions are
- * stored for the next prompt that starts with them (see prefix-cache.ts).
+ * its prompt (whole chunks) and feeds only the rest; the whole chunks its
+ * prefill computed are stored for the next prompt that starts with them (see
+ * prefix-cache.ts). Positions fed by decode steps are never stored: a decode
+ * step computes them with other shapes than a prefill would, so a prompt
+ * reusing them would not be the computation it is without the cache.
  */
 export interface SchedulerOptions {
   /** Most sequences decoded together. */
@@ -43,8 +48,10 @@ export interface SchedulerOptions {
   eosIds: ReadonlySet<number>;
   /** Called with the batch size of every decode step, for metrics. */
   onStep?: ((size: number) => void) | undefined;
-  /** Keeps finished sequences' positions for later prompts that start with them. */
+  /** Keeps prefilled positions for later prompts that start with them. */
   prefixCache?: PrefixCache | undefined;
+  /** Prompt tokens per prefill run (prefill.ts); the prefix cache's chunk must be the same. */
+  prefillChunkTokens?: number | undefined;
 }
 
 interface Row {
@@ -76,10 +83,19 @@ export class DecodeScheduler {
       throw new Error("the decode scheduler needs a graph with a KV cache");
     }
     if (options.maxBatch < 1) throw new Error("maxBatch must be at least 1");
+    if (options.prefixCache && options.prefixCache.chunk !== this.chunk) {
+      throw new Error(
+        `the prefix cache keeps chunks of ${options.prefixCache.chunk} positions, the prefill feeds ${this.chunk}`,
+      );
+    }
     this.cache = this.newCache();
     queue.attach(() => {
       if (!this.looping) void this.loop();
     });
+  }
+
+  private get chunk(): number {
+    return this.options.prefillChunkTokens ?? PREFILL_CHUNK_TOKENS;
   }
 
   private async loop(): Promise<void> {
@@ -114,11 +130,14 @@ export class DecodeScheduler {
       const prefix = this.options.prefixCache;
       const hit = prefix?.enabled ? prefix.lookup(prompt) : null;
       const cached = hit?.tokens ?? 0;
-      const feeds = decoderFeeds(this.io, {
-        rows: [{ tokens: prompt.slice(cached), filled: cached }],
-        past: hit?.past ?? null,
-      });
-      const outputs = readDecoderOutputs(this.io, await this.session.run(feeds), 1);
+      const { outputs } = await prefill(
+        this.session,
+        this.io,
+        prompt,
+        hit?.past ?? null,
+        this.chunk,
+      );
+      if (prefix?.enabled) prefix.store(prompt, outputs.present);
       const token = job.sampler(outputs.lastLogits(0));
       const row: Row = {
         admitted,
@@ -129,10 +148,7 @@ export class DecodeScheduler {
         firstTokenMs: performance.now() - started,
         cachedTokens: cached,
       };
-      if (this.accept(row, token)) {
-        prefix?.store(prompt, outputs.present);
-        return;
-      }
+      if (this.accept(row, token)) return;
       this.cache.add(prompt.length, outputs.present);
       this.rows.push(row);
     } catch (error) {
@@ -163,10 +179,6 @@ export class DecodeScheduler {
         if (this.accept(row, token)) finished.push(b);
       });
       if (finished.length > 0) {
-        const prefix = this.options.prefixCache;
-        if (prefix?.enabled) {
-          for (const b of finished) prefix.store(fedTokens(rows[b]!), this.cache.rowCache(b));
-        }
         const order = this.cache.remove(finished);
         this.rows = order.map((b) => rows[b]!);
       }
@@ -226,9 +238,4 @@ export class DecodeScheduler {
     });
     return true;
   }
-}
-
-/** The tokens whose positions a row's cache holds: its prompt, then the outputs fed back. */
-function fedTokens(row: Row): number[] {
-  return [...row.admitted.job.promptIds, ...row.generated].slice(0, row.filled);
 }

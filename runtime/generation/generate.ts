@@ -1,10 +1,12 @@
 import {
   decoderFeeds,
   readDecoderOutputs,
+  type DecoderOutputs,
   type DecoderSession,
   type PastCache,
 } from "./decoder-feeds.js";
 import type { DecoderIO } from "./decoder-io.js";
+import { prefill, PREFILL_CHUNK_TOKENS } from "./prefill.js";
 import type { Sampler } from "./sampler.js";
 import { shouldStop, type StopReason, type StoppingCriteria } from "./stopping.js";
 
@@ -26,7 +28,10 @@ export interface DecodeJob {
   onToken?: ((id: number) => void) | undefined;
 }
 
-export interface GenerateParams extends DecodeJob, StoppingCriteria {}
+export interface GenerateParams extends DecodeJob, StoppingCriteria {
+  /** Prompt tokens per prefill run with a KV cache (prefill.ts). */
+  prefillChunkTokens?: number | undefined;
+}
 
 export interface Generated {
   ids: number[];
@@ -54,11 +59,19 @@ export async function generate(
   for (;;) {
     const filled = past?.length ?? 0;
     const row = { tokens: sequence.slice(filled), filled };
-    const outputs = readDecoderOutputs(
-      io,
-      await session.run(decoderFeeds(io, { rows: [row], past })),
-      1,
-    );
+    // With a cache the prompt goes in position-aligned chunks, as in the decode scheduler.
+    const outputs: DecoderOutputs =
+      useCache && past === null
+        ? (
+            await prefill(
+              session,
+              io,
+              sequence,
+              null,
+              params.prefillChunkTokens ?? PREFILL_CHUNK_TOKENS,
+            )
+          ).outputs
+        : readDecoderOutputs(io, await session.run(decoderFeeds(io, { rows: [row], past })), 1);
     const token = params.sampler(outputs.lastLogits(0));
     if (generated.length === 0) firstTokenMs = performance.now() - started;
     if (useCache) past = { length: sequence.length, tensors: outputs.present };

@@ -8,6 +8,12 @@ import type { PastCache } from "./decoder-feeds.js";
  * and values depend only on the tokens up to it, so any prefix of a stored
  * sequence is a valid past for a prompt that starts with it.
  *
+ * Only whole prefill chunks are kept and reused (`chunk`, see prefill.ts): a
+ * stored sequence is cut down to a multiple of the chunk, and a hit is one
+ * too, so the prefill after it computes exactly the chunks a prefill without
+ * the cache would, from the same past. Callers store only positions a
+ * prefill computed, never ones fed by decode steps (other shapes, other sums).
+ *
  * Entries hold each past input's tensor compact, [1, kvHeads, length,
  * headDim], positions from the first; the total stays within a byte budget,
  * least recently used out first. A sequence that extends a stored one
@@ -21,6 +27,8 @@ export interface PrefixGeometry {
   names: readonly string[];
   kvHeads: number;
   headDim: number;
+  /** Positions are kept and reused in whole chunks of this many (the prefill's); 1 if unset. */
+  chunk?: number | undefined;
 }
 
 export interface PrefixHit {
@@ -56,6 +64,14 @@ export class PrefixCache {
     private readonly onBytes?: (bytes: number) => void,
   ) {
     if (!(budgetBytes >= 0)) throw new Error("the prefix cache budget must be zero or more bytes");
+    if (!(this.chunk >= 1) || !Number.isInteger(this.chunk)) {
+      throw new Error("the prefix cache chunk must be a positive integer");
+    }
+  }
+
+  /** Positions are kept and reused in whole chunks of this many. */
+  get chunk(): number {
+    return this.geometry.chunk ?? 1;
   }
 
   get enabled(): boolean {
@@ -78,15 +94,15 @@ export class PrefixCache {
   }
 
   /**
-   * The longest stored prefix of `prompt`, leaving at least its last token to
-   * prefill (the first output token's logits come from it); null when no
-   * entry shares a token with it.
+   * The longest stored prefix of `prompt` in whole chunks, leaving at least
+   * its last token to prefill (the first output token's logits come from
+   * it); null when no entry shares a whole chunk with it.
    */
   lookup(prompt: readonly number[]): PrefixHit | null {
     let best: Entry | null = null;
     let length = 0;
     for (const entry of this.entries) {
-      const shared = Math.min(commonPrefix(entry.tokens, prompt), prompt.length - 1);
+      const shared = this.align(Math.min(commonPrefix(entry.tokens, prompt), prompt.length - 1));
       if (shared > length) {
         best = entry;
         length = shared;
@@ -100,21 +116,24 @@ export class PrefixCache {
   }
 
   /**
-   * Keeps `tokens`' keys and values, `kv` holding [1, kvHeads, tokens.length,
-   * headDim] per past input (stored as given: the caller hands over copies
-   * nothing else writes). Entries it extends are dropped; one that already
+   * Keeps the whole chunks of `tokens`' keys and values, `kv` holding [1,
+   * kvHeads, tokens.length, headDim] per past input (copied: the caller may
+   * go on using it). Entries it extends are dropped; one that already
    * extends it is only marked as used.
    */
-  store(tokens: readonly number[], kv: Readonly<Record<string, Float32Array>>): void {
-    if (!this.enabled || tokens.length === 0) return;
-    const bytes = tokens.length * this.bytesPerToken;
-    if (bytes > this.budgetBytes) return;
-    const perName = bytes / this.geometry.names.length / Float32Array.BYTES_PER_ELEMENT;
-    for (const name of this.geometry.names) {
+  store(fed: readonly number[], kv: Readonly<Record<string, Float32Array>>): void {
+    if (!this.enabled) return;
+    const { names, kvHeads, headDim } = this.geometry;
+    const perName = kvHeads * fed.length * headDim;
+    for (const name of names) {
       if (kv[name]?.length !== perName) {
         throw new Error(`'${name}' holds ${kv[name]?.length ?? 0} values, not ${perName}`);
       }
     }
+    const tokens = fed.slice(0, this.align(fed.length));
+    if (tokens.length === 0) return;
+    const bytes = tokens.length * this.bytesPerToken;
+    if (bytes > this.budgetBytes) return;
     for (const entry of this.entries) {
       const shared = commonPrefix(entry.tokens, tokens);
       if (shared === tokens.length) {
@@ -123,7 +142,10 @@ export class PrefixCache {
       }
       if (shared === entry.tokens.length) this.drop(entry);
     }
-    this.entries.add({ tokens: [...tokens], kv, bytes });
+    const kept: Record<string, Float32Array> = {};
+    for (const name of names)
+      kept[name] = firstPositions(kv[name]!, fed.length, tokens.length, this.geometry);
+    this.entries.add({ tokens, kv: kept, bytes });
     this.held += bytes;
     for (const oldest of this.entries) {
       if (this.held <= this.budgetBytes) break;
@@ -137,6 +159,10 @@ export class PrefixCache {
     this.entries.clear();
     this.held = 0;
     this.onBytes?.(0);
+  }
+
+  private align(positions: number): number {
+    return Math.floor(positions / this.chunk) * this.chunk;
   }
 
   private touch(entry: Entry): void {
@@ -153,13 +179,21 @@ export class PrefixCache {
   private slice(entry: Entry, name: string, length: number): Float32Array {
     const data = entry.kv[name]!;
     if (length === entry.tokens.length) return data;
-    const { kvHeads, headDim } = this.geometry;
-    const stored = entry.tokens.length;
-    const out = new Float32Array(kvHeads * length * headDim);
-    for (let h = 0; h < kvHeads; h++) {
-      const from = h * stored * headDim;
-      out.set(data.subarray(from, from + length * headDim), h * length * headDim);
-    }
-    return out;
+    return firstPositions(data, entry.tokens.length, length, this.geometry);
   }
+}
+
+/** The first `length` of a compact [1, kvHeads, stored, headDim] tensor's positions, as a new compact tensor. */
+function firstPositions(
+  data: Float32Array,
+  stored: number,
+  length: number,
+  { kvHeads, headDim }: PrefixGeometry,
+): Float32Array {
+  const out = new Float32Array(kvHeads * length * headDim);
+  for (let h = 0; h < kvHeads; h++) {
+    const from = h * stored * headDim;
+    out.set(data.subarray(from, from + length * headDim), h * length * headDim);
+  }
+  return out;
 }

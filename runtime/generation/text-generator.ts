@@ -11,6 +11,7 @@ import type { PromptBuilder } from "./prompt.js";
 import { chooseSampler } from "./sampler.js";
 import type { StopReason } from "./stopping.js";
 import { TokenText } from "./token-stream.js";
+import { turnsOf } from "./turns.js";
 
 /** A request turned into prompt ids, within the token limit. */
 export interface PreparedGeneration {
@@ -74,14 +75,17 @@ export class TextGenerator {
       throw RuntimeErrors.contextLengthExceeded(promptIds.length, decision.limit);
     }
     if (decision.kind === "truncate") {
-      // The oldest turns go first, whole; then the start of the oldest one left.
-      let kept = turns;
-      while (
-        kept.length > 1 &&
-        this.prompt.encodeTurns(instructions, kept).length > decision.budget
-      ) {
-        kept = kept.slice(1);
+      // The oldest turns go first, whole (a turn's input with its answer,
+      // never half of it); within the newest turn, if it alone is over, its
+      // oldest messages, then the start of the oldest one left.
+      const fits = (messages: readonly ChatMessage[]) =>
+        this.prompt.encodeTurns(instructions, messages).length <= decision.budget;
+      let conversation = turnsOf(turns);
+      while (conversation.length > 1 && !fits(conversation.flat())) {
+        conversation = conversation.slice(1);
       }
+      let kept = conversation.flat();
+      while (kept.length > 1 && !fits(kept)) kept = kept.slice(1);
       promptIds = this.prompt.encodeTurns(instructions, kept);
       if (promptIds.length > decision.budget) {
         const [oldest, ...rest] = kept as [ChatMessage, ...ChatMessage[]];
@@ -135,9 +139,18 @@ export class TextGenerator {
     };
   }
 
-  /** Decodes one sequence on its own; stops at the next token once `signal` aborts. */
-  decode(job: DecodeJob, signal?: AbortSignal): Promise<Generated> {
-    return generate(this.session, this.io, { ...job, eosIds: this.eosIds, signal });
+  /**
+   * Decodes one sequence on its own; stops at the next token once `signal`
+   * aborts. The prompt is prefilled in chunks of `prefillChunkTokens`
+   * (prefill.ts' default unless given).
+   */
+  decode(job: DecodeJob, signal?: AbortSignal, prefillChunkTokens?: number): Promise<Generated> {
+    return generate(this.session, this.io, {
+      ...job,
+      eosIds: this.eosIds,
+      signal,
+      prefillChunkTokens,
+    });
   }
 
   /** One prepared request, alone and outside any queue (tests and tools). */
@@ -145,7 +158,9 @@ export class TextGenerator {
     prepared: PreparedGeneration,
     random: () => number,
     signal?: AbortSignal,
+    prefillChunkTokens?: number,
   ): Promise<GenerationOutcome> {
-    return this.outcome(prepared, await this.decode(this.job(prepared, random), signal));
+    const job = this.job(prepared, random);
+    return this.outcome(prepared, await this.decode(job, signal, prefillChunkTokens));
   }
 }

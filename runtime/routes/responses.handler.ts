@@ -53,6 +53,7 @@ export async function respondToRequest(
   }
   const { outcome } = result;
   recordUsage(reply, context, outcome.inputTokens, outcome.outputTokens);
+  reply.header(USAGE_HEADERS.cached, String(outcome.cachedTokens));
   return completedResponse(
     body,
     {

@@ -38,7 +38,7 @@ describe("input as a list of message items", () => {
     weights = createGptWeights(TINY_GPT);
     const folder = await fixtureFolder("tiny-gpt");
     tokenizer = loadFixtureTokenizer(folder);
-    gpt = await startRuntime({ path: folder, modelId: "tiny-gpt" });
+    gpt = await startRuntime({ path: folder, modelId: "tiny-gpt" }, { prefillChunkTokens: 4 });
     small = await startRuntime({ path: folder, modelId: "tiny-gpt", maxTokens: 48 });
     nli = await startRuntime({ path: await fixtureFolder("tiny-nli"), modelId: "tiny-nli" });
   });
@@ -94,14 +94,16 @@ describe("input as a list of message items", () => {
       await gpt.post({ ...request, input: [{ role: "user", content: "Once upon a time" }] }),
     );
     expect(text(asList)).toBe(text(asString));
-    // The same prompt a second time: the prefix cache holds all of it but its last token.
+    // The same prompt a second time: the prefix cache holds the whole prefill chunks of all but its last token.
     expect(asList.usage).toEqual({
       ...asString.usage,
-      input_tokens_details: { cached_tokens: asString.usage!.input_tokens - 1 },
+      input_tokens_details: {
+        cached_tokens: Math.floor((asString.usage!.input_tokens - 1) / 4) * 4,
+      },
     });
   });
 
-  it("drops the oldest turns first when the conversation is over the token limit", async () => {
+  it("drops the oldest turns first, whole (input with its answer), when the conversation is over the token limit", async () => {
     const turns = [
       { role: "user", content: "word ".repeat(30).trim() },
       { role: "assistant", content: "Fine." },
@@ -109,8 +111,9 @@ describe("input as a list of message items", () => {
     ];
     const reserve = 4;
     expect(tokenizer.encode(chatml(turns)).ids.length).toBeGreaterThan(48 - reserve);
-    const kept = tokenizer.encode(chatml(turns.slice(1))).ids.length;
-    expect(kept).toBeLessThanOrEqual(48 - reserve);
+    // Dropping only the first question would fit too, but would leave its answer alone.
+    expect(tokenizer.encode(chatml(turns.slice(1))).ids.length).toBeLessThanOrEqual(48 - reserve);
+    const kept = tokenizer.encode(chatml(turns.slice(2))).ids.length;
     const body = await json(
       await small.post({
         model: "tiny-gpt",

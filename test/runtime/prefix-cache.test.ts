@@ -84,9 +84,29 @@ describe("PrefixCache (bookkeeping)", () => {
     expect(off.lookup([1, 2, 3])).toBeNull();
     expect(commonPrefix([1, 2, 3], [1, 2, 4])).toBe(2);
   });
+
+  it("keeps and reuses whole chunks only", () => {
+    const cache = new PrefixCache({ ...GEOMETRY, chunk: 4 }, 1 << 20);
+    const ten = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
+    cache.store(ten, kvOf(ten));
+    expect(cache.bytes).toBe(8 * PER_TOKEN);
+    expect(cache.lookup([...ten, 11])!.tokens).toBe(8);
+    expect(cache.lookup([...ten, 11])!.past.tensors.k).toEqual(kvOf(ten.slice(0, 8)).k);
+    // Eight shared, but the last prompt token is fed: one chunk.
+    expect(cache.lookup(ten.slice(0, 8))!.tokens).toBe(4);
+    expect(cache.lookup([1, 2, 3, 4, 5, 6, 7, 99, 99])!.tokens).toBe(4);
+    expect(cache.lookup([1, 2, 3, 99, 99])).toBeNull();
+    // Shorter than a chunk: nothing to keep.
+    cache.store([7, 7, 7], kvOf([7, 7, 7]));
+    expect(cache.size).toBe(1);
+    expect(() => new PrefixCache({ ...GEOMETRY, chunk: 0 }, 1)).toThrow(/chunk/);
+  });
 });
 
 type Message = { role: "user" | "assistant" | "system"; content: string };
+
+/** Small chunks, so that the fixtures' short conversations span several. */
+const CHUNK = 4;
 
 const CONVERSATIONS: readonly (readonly string[])[] = [
   ["Tell me about ships", "And harbours?", "What about the open sea at night?"],
@@ -103,11 +123,11 @@ for (const fixture of ["tiny-gpt", "tiny-genai"] as const) {
       const path = await fixtureFolder(fixture);
       cached = await startRuntime(
         { path, modelId: fixture },
-        { generationConcurrency: 4, prefixCacheBytes: 1 << 24 },
+        { generationConcurrency: 4, prefixCacheBytes: 1 << 24, prefillChunkTokens: CHUNK },
       );
       plain = await startRuntime(
         { path, modelId: fixture },
-        { generationConcurrency: 4, prefixCacheBytes: 0 },
+        { generationConcurrency: 4, prefixCacheBytes: 0, prefillChunkTokens: CHUNK },
       );
     });
     afterAll(async () => Promise.all([cached?.close(), plain?.close()]));
@@ -158,9 +178,11 @@ for (const fixture of ["tiny-gpt", "tiny-genai"] as const) {
           expect(b.usage!.input_tokens_details.cached_tokens).toBe(0);
           const got = a.usage!.input_tokens_details.cached_tokens;
           expect(got).toBeLessThan(a.usage!.input_tokens);
+          expect(got % CHUNK).toBe(0);
           if (t > 0) {
-            // At least the whole previous prompt came from the cache.
-            expect(got, turn).toBeGreaterThanOrEqual(withCache[c]![t - 1]!.usage!.input_tokens);
+            // At least the whole chunks of the previous prompt came from the cache.
+            const previous = withCache[c]![t - 1]!.usage!.input_tokens;
+            expect(got, turn).toBeGreaterThanOrEqual(previous - (previous % CHUNK));
             reused += got;
           }
         });
@@ -197,8 +219,9 @@ for (const fixture of ["tiny-gpt", "tiny-genai"] as const) {
       expect(final.output[0]!.content[0]!.text).toBe(reference.output[0]!.content[0]!.text);
       expect(final.usage!.input_tokens).toBe(reference.usage!.input_tokens);
       const got = final.usage!.input_tokens_details.cached_tokens;
-      // The system turn and the start of the user turn's header, not the first question.
-      expect(got).toBeGreaterThan(system.split(" ").length);
+      // The system turn's whole chunks, not the first question.
+      expect(got % CHUNK).toBe(0);
+      expect(got).toBeGreaterThanOrEqual(system.split(" ").length - CHUNK);
       expect(got).toBeLessThan(first.usage!.input_tokens);
     });
   });

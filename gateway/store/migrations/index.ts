@@ -3,6 +3,7 @@ import * as usageLedger from "./0001-usage-ledger.js";
 import * as usageRead from "./0002-usage-read.js";
 import * as storedResponses from "./0003-stored-responses.js";
 import * as filesAndBatches from "./0004-files-and-batches.js";
+import * as cachedTokens from "./0005-cached-tokens.js";
 
 /**
  * Every migration, by name, in the order they apply. Listed here rather than
@@ -15,4 +16,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0002-usage-read": usageRead,
   "0003-stored-responses": storedResponses,
   "0004-files-and-batches": filesAndBatches,
+  "0005-cached-tokens": cachedTokens,
 };

@@ -145,7 +145,7 @@ async function main(): Promise<void> {
       `  with ${fmt(median(withCache.map((t) => t.firstMs)))} ms [${fmt(Math.min(...withCache.map((t) => t.firstMs)))}-${fmt(Math.max(...withCache.map((t) => t.firstMs)))}]`,
     `  speed-up          ${ratio.toFixed(2)}x (per question ${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}x)  ${ratio >= 3 ? "PASS" : "MISS"} (>= 3x)`,
     `  cache holds       ${(heldBytes / 2 ** 20).toFixed(1)} MiB after the run (at most ${(heldMax / 2 ** 20).toFixed(1)} MiB)`,
-    `  same answers      ${same} of ${ROUNDS} with and without the cache`,
+    `  same answers      ${same} of ${ROUNDS} with and without the cache  ${same === ROUNDS ? "PASS" : "MISS"} (target: all)`,
   ];
   for (const line of lines) console.log(line);
 }

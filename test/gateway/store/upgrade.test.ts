@@ -98,6 +98,7 @@ describe.each(engines)("store upgrade from the previous release's schema on $nam
           model: "tiny-gpt",
           inputTokens: 5,
           outputTokens: 1,
+          cachedTokens: 4,
           cost: "0.0000225",
           currency: "EUR",
           time: "2026-11-25T09:00:00.000Z",
@@ -126,6 +127,17 @@ describe.each(engines)("store upgrade from the previous release's schema on $nam
         outputTokens: 4,
       });
       expect(await ledgerTotals(db)).toEqual({ requests: 3, inputTokens: 23, outputTokens: 6 });
+      // Rows from before 0005 read no cached tokens; this release's carry theirs.
+      const cached = await db
+        .selectFrom("usage_ledger")
+        .select(["response_id", "cached_tokens"])
+        .orderBy("response_id")
+        .execute();
+      expect(cached).toEqual([
+        { response_id: "resp_new_1", cached_tokens: 4 },
+        { response_id: "resp_old_1", cached_tokens: 0 },
+        { response_id: "resp_old_2", cached_tokens: 0 },
+      ]);
     } finally {
       await db.destroy();
     }

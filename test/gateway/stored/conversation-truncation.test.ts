@@ -3,8 +3,8 @@ import { startPlatform, type Platform } from "../support/platform.js";
 
 /**
  * The token limit over a whole continued conversation, on a generator that
- * truncates (256 tokens): with `truncation: auto` the oldest messages of the
- * conversation go first, and the answer is the one the remaining
+ * truncates (256 tokens): with `truncation: auto` the oldest turns of the
+ * conversation go first, whole (a stored turn's input with its answer), and the answer is the one the remaining
  * conversation gets when sent whole; with `truncation: disabled` it is a 420.
  */
 let p: Platform;
@@ -40,16 +40,35 @@ describe("a continued conversation over the token limit", () => {
 
     const second = await ask({ input: newest, previous_response_id: first.id });
     expect(second.usage.input_tokens).toBeLessThanOrEqual(256 - GEN.max_output_tokens);
-    // The oldest message (the first turn's input) went; its answer and the new input stayed.
-    const rest = await ask({
+    // The first turn went whole, its input with its answer, although its answer alone
+    // and the new input would fit: never half a turn.
+    const half = await ask({
       store: false,
       input: [
         { role: "assistant", content: textOf(first) },
         { role: "user", content: newest },
       ],
     });
-    expect(second.usage.input_tokens).toBe(rest.usage.input_tokens);
-    expect(textOf(second)).toBe(textOf(rest));
+    expect(half.usage.input_tokens).toBeLessThanOrEqual(256 - GEN.max_output_tokens);
+    expect(second.usage.input_tokens).toBe(alone.usage.input_tokens);
+    expect(textOf(second)).toBe(textOf(alone));
+  });
+
+  it("drops as many of the oldest turns as it must, whole, and keeps the newer ones", async () => {
+    const first = await ask({ input: oldest });
+    const short = "And a short question?";
+    const second = await ask({ input: short, previous_response_id: first.id });
+    const third = await ask({ input: newest, previous_response_id: second.id });
+    const rest = await ask({
+      store: false,
+      input: [
+        { role: "user", content: short },
+        { role: "assistant", content: textOf(second) },
+        { role: "user", content: newest },
+      ],
+    });
+    expect(third.usage.input_tokens).toBe(rest.usage.input_tokens);
+    expect(textOf(third)).toBe(textOf(rest));
   });
 
   it("is a 420 with truncation: disabled", async () => {

@@ -145,6 +145,44 @@ describe.each(engines)("usage reads on $name", (engine) => {
     ]).toEqual([25, 41, 3]);
   });
 
+  it("reports the input tokens read from the prefix cache, 0 for entries that carry none", async () => {
+    const { db } = await ledgerWithRows(await engine.newTarget());
+    await recordLedgerEntries(db, [
+      entry({ at: DAY0 + 20, inputTokens: 300, cachedTokens: 256 }),
+      entry({ at: DAY0 + 30, model: "tiny-nli", inputTokens: 70, cachedTokens: 64 }),
+      entry({ at: DAY0 + DAY + 9, inputTokens: 80, cachedTokens: 0 }),
+    ]);
+    const answer = await readCompletionsUsage(
+      db,
+      { kind: "account", account: "acme" },
+      {},
+      ["model"],
+      twoDays(),
+    );
+    const cached = answer.buckets.map((b) =>
+      b.results.map((r) => [r.model, r.input_tokens, r.input_cached_tokens]),
+    );
+    expect(cached).toEqual([
+      [
+        ["tiny-gpt", 315, 256],
+        ["tiny-nli", 70, 64],
+      ],
+      [
+        ["tiny-gpt", 80, 0],
+        ["tiny-nli", 10, 0],
+      ],
+    ]);
+    expect(answer.totals.input_cached_tokens).toBe(320);
+    const other = await readCompletionsUsage(
+      db,
+      { kind: "account", account: "globex" },
+      {},
+      undefined,
+      twoDays(),
+    );
+    expect(other.totals.input_cached_tokens).toBe(0);
+  });
+
   it("groups by model, project, key and route; filters never reach another account", async () => {
     const { db } = await ledgerWithRows(await engine.newTarget());
     const acme = { kind: "account", account: "acme" } as const;

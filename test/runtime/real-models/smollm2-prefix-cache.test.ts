@@ -3,32 +3,41 @@ import {
   responsesResponseSchema,
   type ResponsesResponse,
 } from "../../../api/responses-response.js";
+import { validateRequest } from "../../../api/validation.js";
+import { PREFILL_CHUNK_TOKENS } from "../../../runtime/generation/prefill.js";
 import { requireSharedModel } from "../../support/shared-models.js";
+import { expectExactPrefill } from "../support/prefill-exactness.js";
 import { startRuntime, type RunningRuntime } from "../support/runtime-server.js";
 
 /**
- * The prefix cache on the real SmolLM2: a conversation played turn by turn
- * (each turn carrying the earlier ones and their answers) on a runtime with
- * the cache and one without, the cached one reporting every earlier turn as
- * cached tokens. The int4 build (4-bit weights, activations quantized per
- * block of each token) must give the same greedy answers. The int8 build's
- * dynamic quantization scales activations over everything a run feeds, so
- * prefilling only the new turn changes them, as batching does (see the
- * models' README): its answers may part, and only the first turn, which
- * nothing precedes, is held equal there.
+ * The prefix cache on the real SmolLM2: a conversation of eight turns played
+ * turn by turn (each turn carrying the earlier ones and their answers) on a
+ * runtime with the cache and one without. Both prefill in the same
+ * position-aligned chunks and the cache gives back only whole chunks a
+ * prefill computed, so each chunk is the same computation either way: the
+ * greedy answers must be identical on every turn, on the int4 build (4-bit
+ * weights, int8 activations per block) and on the int8 build (activation
+ * scales over everything a run feeds, so a prefill of only the new turn in
+ * one run would change them). And below the HTTP API: the first output
+ * token's logits and every key and value, bit for bit.
  */
 const TURNS = [
   "What is the capital of France?",
   "And what is the capital of Germany?",
   "Which of the two cities is larger?",
+  "What river runs through the first one?",
+  "Name a famous museum there.",
+  "What can I see in it?",
+  "How long should I plan for a visit?",
+  "Summarise our conversation in one sentence.",
 ];
 const MAX_NEW = 24;
 
 type Message = { role: "user" | "assistant"; content: string };
 
-for (const [name, file, exact] of [
-  ["smollm2-135m-instruct-int4", "genai_config.json", true],
-  ["smollm2-135m-instruct", undefined, false],
+for (const [name, file] of [
+  ["smollm2-135m-instruct-int4", "genai_config.json"],
+  ["smollm2-135m-instruct", undefined],
 ] as const) {
   const model = requireSharedModel(name, file);
 
@@ -67,24 +76,41 @@ for (const [name, file, exact] of [
       return answers;
     }
 
-    it(`gives the same greedy answers with the cache as without${exact ? "" : " on the first turn"}, reusing each earlier turn`, async () => {
+    it("gives the same greedy answers with the cache as without over eight turns, reusing each earlier turn's whole chunks", async () => {
       const withCache = await converse(cached);
       const without = await converse(plain);
       withCache.forEach((answer, t) => {
         const reference = without[t]!;
-        if (exact || t === 0)
-          expect(answer.output[0]!.content[0]!.text, TURNS[t]).toBe(
-            reference.output[0]!.content[0]!.text,
-          );
+        expect(answer.output[0]!.content[0]!.text, TURNS[t]).toBe(
+          reference.output[0]!.content[0]!.text,
+        );
         expect(answer.usage!.input_tokens).toBe(reference.usage!.input_tokens);
         expect(reference.usage!.input_tokens_details.cached_tokens).toBe(0);
+        const got = answer.usage!.input_tokens_details.cached_tokens;
+        expect(got % PREFILL_CHUNK_TOKENS).toBe(0);
         if (t > 0) {
-          expect(answer.usage!.input_tokens_details.cached_tokens).toBeGreaterThanOrEqual(
-            withCache[t - 1]!.usage!.input_tokens,
+          const previous = withCache[t - 1]!.usage!.input_tokens;
+          expect(got, TURNS[t]).toBeGreaterThanOrEqual(
+            previous - (previous % PREFILL_CHUNK_TOKENS),
           );
         }
       });
+      expect(withCache.at(-1)!.usage!.input_tokens_details.cached_tokens).toBeGreaterThan(
+        2 * PREFILL_CHUNK_TOKENS,
+      );
       expect(withCache[0]!.output[0]!.content[0]!.text).toContain("Paris");
+    }, 300_000);
+
+    it("prefills over cached chunks to the same bits as from nothing", async () => {
+      const lane = cached.service.lane;
+      if (lane.task !== "text-generation") throw new Error("not a generator");
+      const { session, io } = lane.generator;
+      const validation = validateRequest({ model: name, input: TURNS.join(" ").repeat(3) });
+      if (!validation.ok) throw new Error(validation.problem.message);
+      const tokens = lane.generator.prepare(validation.request).promptIds;
+      const earlier = tokens.slice(0, 150);
+      const got = await expectExactPrefill(session, io, PREFILL_CHUNK_TOKENS, earlier, tokens);
+      expect(got).toBe(128);
     }, 120_000);
   });
 }
