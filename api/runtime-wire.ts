@@ -29,6 +29,13 @@ export const RESPONSE_ID_HEADER = "x-modelgate-response-id";
  */
 export const PRIORITY_HEADER = "x-modelgate-priority";
 
+/**
+ * On a runtime's answer to a batch request: how many interactive requests
+ * were waiting or running in the runtime as it answered. The batch workers
+ * keep fewer lines in flight while there are any (gateway/batch/batch-pacer.ts).
+ */
+export const INTERACTIVE_LOAD_HEADER = "x-modelgate-interactive-load";
+
 export interface Usage {
   inputTokens: number;
   outputTokens: number;

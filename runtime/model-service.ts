@@ -129,6 +129,11 @@ export class ModelService {
     return this.lane.admission.depth;
   }
 
+  /** Interactive requests waiting or being worked on: what batch work makes way for. */
+  get interactiveLoad(): number {
+    return this.lane.admission.interactiveLoad;
+  }
+
   /** Requests the model is working on. */
   get inFlight(): number {
     return this.lane.admission.inFlight;

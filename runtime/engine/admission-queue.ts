@@ -77,6 +77,8 @@ export class AdmissionQueue<J, R> {
   /** The batch lane: taken from only while `waiting` is empty. */
   private readonly batchWaiting: Waiting<J, R>[] = [];
   private admitted = 0;
+  /** Of `admitted`, those from the interactive lane. */
+  private admittedInteractive = 0;
   private closed = false;
   private wake: (() => void) | null = null;
   private readonly now: () => number;
@@ -94,6 +96,14 @@ export class AdmissionQueue<J, R> {
   /** Requests the executor has taken and not yet settled. */
   get inFlight(): number {
     return this.admitted;
+  }
+
+  /**
+   * Interactive requests waiting or admitted: what batch work must make way
+   * for. Runtimes send it on batch answers so the workers back off.
+   */
+  get interactiveLoad(): number {
+    return this.waiting.length + this.admittedInteractive;
   }
 
   /**
@@ -146,15 +156,16 @@ export class AdmissionQueue<J, R> {
   /** Admits up to `max` waiting requests: interactive ones oldest first, then batch ones. */
   take(max: number): Admitted<J, R>[] {
     const room = Math.max(0, max);
-    const taken = this.waiting.splice(0, room);
-    if (taken.length < room) taken.push(...this.batchWaiting.splice(0, room - taken.length));
-    if (taken.length === 0) return [];
+    const interactive = this.waiting.splice(0, room);
+    const batch = this.batchWaiting.splice(0, room - interactive.length);
+    if (interactive.length + batch.length === 0) return [];
     const now = this.now();
-    const admitted = taken.map((entry) => {
+    const admit = (isInteractive: boolean) => (entry: Waiting<J, R>) => {
       if (entry.onAbort) entry.signal?.removeEventListener("abort", entry.onAbort);
       this.options.onAdmit?.((now - entry.arrivedAt) / 1000);
-      return this.admit(entry);
-    });
+      return this.admit(entry, isInteractive);
+    };
+    const admitted = [...interactive.map(admit(true)), ...batch.map(admit(false))];
     this.report();
     return admitted;
   }
@@ -164,13 +175,15 @@ export class AdmissionQueue<J, R> {
     this.closed = true;
   }
 
-  private admit(entry: Waiting<J, R>): Admitted<J, R> {
+  private admit(entry: Waiting<J, R>, interactive: boolean): Admitted<J, R> {
     this.admitted++;
+    if (interactive) this.admittedInteractive++;
     let settled = false;
     const settle = (finish: () => void) => {
       if (settled) return;
       settled = true;
       this.admitted--;
+      if (interactive) this.admittedInteractive--;
       this.report();
       finish();
     };

@@ -38,7 +38,7 @@ const plan = quick
       rateSeconds: 5,
       rateRounds: 2,
       uploadsMb: [16, 64],
-      workers: 4,
+      workers: 32,
     }
   : {
       lines: 50_000,
@@ -47,7 +47,7 @@ const plan = quick
       rateSeconds: 20,
       rateRounds: 2,
       uploadsMb: [20, 200],
-      workers: 8,
+      workers: 32,
     };
 const { log, elapsedSeconds } = startRun(quick ? 600_000 : 3_600_000);
 log(`modelgate batch benchmark (${quick ? "quick" : "full"}): ${JSON.stringify(plan)}`);
