@@ -21,6 +21,16 @@ export interface AdmissionOptions {
   onLoad?: ((load: QueueLoad) => void) | undefined;
   /** Called with the seconds each request waited before its executor took it. */
   onAdmit?: ((waitedSeconds: number) => void) | undefined;
+  /**
+   * While interactive requests arrived in the last `interactiveQuietMs`, a
+   * step takes batch requests for at most this share of its room (at least
+   * one): an interactive request arriving mid-step then waits for a short
+   * step, not a full one. Once interactive traffic is quiet, batch requests
+   * fill whole steps. Default 0.25.
+   */
+  batchShareWhileInteractive?: number | undefined;
+  /** Default 1000. */
+  interactiveQuietMs?: number | undefined;
   /** Milliseconds, monotonic; injectable for tests. */
   now?: (() => number) | undefined;
 }
@@ -80,6 +90,7 @@ export class AdmissionQueue<J, R> {
   /** Of `admitted`, those from the interactive lane. */
   private admittedInteractive = 0;
   private closed = false;
+  private lastInteractiveAt = Number.NEGATIVE_INFINITY;
   private wake: (() => void) | null = null;
   private readonly now: () => number;
 
@@ -122,6 +133,7 @@ export class AdmissionQueue<J, R> {
     if (lane.length >= this.options.maxQueue) {
       return Promise.reject(RuntimeErrors.overloaded(1));
     }
+    if (priority === "interactive") this.lastInteractiveAt = this.now();
     return new Promise<R>((resolve, reject) => {
       const entry: Waiting<J, R> = {
         job,
@@ -153,11 +165,17 @@ export class AdmissionQueue<J, R> {
     return (this.waiting[0] ?? this.batchWaiting[0])?.job;
   }
 
-  /** Admits up to `max` waiting requests: interactive ones oldest first, then batch ones. */
+  /**
+   * Admits up to `max` waiting requests: interactive ones oldest first, then
+   * batch ones, fewer of them while interactive traffic is about.
+   */
   take(max: number): Admitted<J, R>[] {
     const room = Math.max(0, max);
     const interactive = this.waiting.splice(0, room);
-    const batch = this.batchWaiting.splice(0, room - interactive.length);
+    const batch = this.batchWaiting.splice(
+      0,
+      Math.min(room - interactive.length, this.batchRoom(room)),
+    );
     if (interactive.length + batch.length === 0) return [];
     const now = this.now();
     const admit = (isInteractive: boolean) => (entry: Waiting<J, R>) => {
@@ -168,6 +186,13 @@ export class AdmissionQueue<J, R> {
     const admitted = [...interactive.map(admit(true)), ...batch.map(admit(false))];
     this.report();
     return admitted;
+  }
+
+  private batchRoom(room: number): number {
+    const quietMs = this.options.interactiveQuietMs ?? 1000;
+    if (this.now() - this.lastInteractiveAt >= quietMs) return room;
+    const share = this.options.batchShareWhileInteractive ?? 0.25;
+    return Math.min(room, Math.max(1, Math.floor(room * share)));
   }
 
   /** Stops taking requests (503); those already waiting still run. */
