@@ -33,7 +33,7 @@ const quick = process.argv.includes("--quick");
 const plan = quick
   ? {
       lines: 4_000,
-      clients: [4, 8, 16],
+      clients: [4, 8, 16, 32],
       rounds: 3,
       rateSeconds: 5,
       rateRounds: 2,
@@ -42,7 +42,7 @@ const plan = quick
     }
   : {
       lines: 50_000,
-      clients: [4, 8, 16, 32],
+      clients: [4, 8, 16, 32, 64],
       rounds: 3,
       rateSeconds: 20,
       rateRounds: 2,
@@ -201,6 +201,7 @@ async function besideBatch(): Promise<void> {
   if ((await fixedRate(plan.rateSeconds, besideLatencies)) > 0) broken = true;
   const after = await client.batches.retrieve(background.id);
   if (after.status !== "in_progress") log(`the background batch ended early: ${after.status}`);
+  log(`beside: the batch had ${after.request_counts?.completed} lines done at the window's end`);
   await client.batches.cancel(background.id).catch(() => undefined);
   await waitFor(client, background.id, finished);
 }
