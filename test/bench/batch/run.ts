@@ -21,7 +21,7 @@ import { toFile, type OpenAI } from "openai";
 import { Pool } from "undici";
 import { finished, jsonlOf, nliLine, openaiClient, waitFor } from "../../gateway/batch/support.js";
 import { fixtureFolder } from "../../runtime/support/runtime-server.js";
-import { startPostgresServer } from "../../support/postgres-server.js";
+import { startDatabaseServer } from "../gateway/database-server.js";
 import { writeGatewayFiles } from "../gateway/gateway-files.js";
 import { startGateway } from "../gateway/processes.js";
 import { startRuntimeProcess } from "../runtime/runtime-process.js";
@@ -52,8 +52,8 @@ const plan = quick
 const { log, elapsedSeconds } = startRun(quick ? 600_000 : 3_600_000);
 log(`modelgate batch benchmark (${quick ? "quick" : "full"}): ${JSON.stringify(plan)}`);
 
-const pg = await startPostgresServer();
-const databaseUrl = await pg.createDatabase();
+const pg = await startDatabaseServer();
+const databaseUrl = pg.url;
 // One ORT thread: on two cores the runtime has one, the gateway and PostgreSQL the other.
 const runtime = await startRuntimeProcess({
   path: await fixtureFolder("tiny-nli"),
@@ -89,6 +89,23 @@ const requests: LoadRequest[] = Array.from({ length: 64 }, (_, n) => ({
 }));
 const batchLines = (count: number) => Array.from({ length: count }, (_, n) => nliLine(n));
 let broken = false;
+
+/**
+ * CPU milliseconds per request of the gateway, the runtime and PostgreSQL
+ * over what `work` did: where a line's time goes, sync against batch.
+ */
+type CpuShare = [gateway: number, runtime: number, postgres: number];
+const cpuOf: Record<"sync" | "batch", CpuShare[]> = { sync: [], batch: [] };
+async function measured(side: "sync" | "batch", work: () => Promise<number>): Promise<number> {
+  const read = () => Promise.all([gateway.cpuSeconds(), runtime.cpuSeconds(), pg.cpuSeconds()]);
+  const before = await read();
+  const rps = await work();
+  const after = await read();
+  cpuOf[side].push(after.map((end, i) => ((end - before[i]!) * 1000) / plan.lines) as CpuShare);
+  return rps;
+}
+const cpuText = (side: "sync" | "batch") =>
+  [0, 1, 2].map((i) => fmt(median(cpuOf[side].map((share) => share[i]!)))).join(" / ");
 
 async function syncRps(clients: number, count: number): Promise<number> {
   const run = await runClosedLoop(gateway.url, requests, {
@@ -141,8 +158,8 @@ const syncRounds: number[] = [];
 const batchRounds: number[] = [];
 for (let round = 0; round < plan.rounds; round++) {
   const sides = [
-    async () => syncRounds.push(await syncRps(best.clients, plan.lines)),
-    async () => batchRounds.push(await batchRps(plan.lines)),
+    async () => syncRounds.push(await measured("sync", () => syncRps(best.clients, plan.lines))),
+    async () => batchRounds.push(await measured("batch", () => batchRps(plan.lines))),
   ];
   if (round % 2 === 1) sides.reverse();
   for (const side of sides) await side();
@@ -283,6 +300,8 @@ const table = [
   `| sync, ${best.clients} clients (best probe), median of ${plan.rounds} | ${fmt(syncMedian)} req/s (${syncRounds.map(fmt).join(", ")}) | |`,
   `| batch (${plan.lines} lines, ${plan.workers} workers), median of ${plan.rounds} | ${fmt(batchMedian)} req/s (${batchRounds.map(fmt).join(", ")}) | |`,
   `| batch / sync | ${fmtRatio(batchMedian / syncMedian)} | >= 0.9x |`,
+  `| CPU ms per request, gateway / runtime / PostgreSQL: sync | ${cpuText("sync")} | |`,
+  `| CPU ms per request, gateway / runtime / PostgreSQL: batch | ${cpuText("batch")} | |`,
   `| interactive p99 at ${rate} req/s | ${fmt(aloneP99)} ms alone, ${fmt(besideP99)} ms beside a batch | |`,
   `| p99 beside / alone | ${fmtRatio(besideP99 / aloneP99)} | <= 1.25x |`,
   ...memory.map(
