@@ -32,11 +32,13 @@ import type { StoreHandle } from "./files.routes.js";
  * - validation: a `validating` batch is locked (`FOR UPDATE SKIP LOCKED`),
  *   its file checked line by line and written as `batch_lines`, in one
  *   transaction: a batch is validated once, whole, or not at all;
- * - lines: runners lease a few pending lines at a time (`FOR UPDATE SKIP
- *   LOCKED` with an expiry), run them against a runtime at batch priority,
- *   and write each result (and its usage, in the same transaction) only
- *   while the line is still pending and still theirs. A killed worker's
- *   leases expire and another takes the lines; a result is written once;
+ * - lines: a pump leases chunks of pending lines (`FOR UPDATE SKIP LOCKED`
+ *   with an expiry), runs them against a runtime at batch priority, as many
+ *   at once as the pacer allows (fewer while the runtime has interactive
+ *   work), and writes results in groups, each in one transaction with its
+ *   usage, and each result only while the line is still pending and still
+ *   this worker's. A killed worker's leases expire and another takes the
+ *   lines; a result is written once;
  * - finalization: a batch with nothing pending, past its window, or being
  *   cancelled is locked and finished in one transaction (output and error
  *   files, the final status).
