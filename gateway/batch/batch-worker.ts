@@ -89,7 +89,7 @@ const ABANDONED_UPLOAD_MS = 60 * 60_000;
 /** Errors listed in a failed batch's `errors.data`, at most. */
 const MAX_LISTED_ERRORS = 1000;
 const INSERT_ROWS = 500;
-/** Lines leased at once; the next chunk is leased while the last are still running. */
+/** Lines leased at once at most (twice the pacer's limit); the next chunk is leased while the last run. */
 const LINES_PER_LEASE = 64;
 /** Results written in one transaction at most, and how long a partial group waits. */
 const WRITE_GROUP = 64;
@@ -389,7 +389,13 @@ export class BatchWorker {
         }
         const db = await this.options.store();
         if (this.local.length < this.pacer.limit && this.leaseDue()) {
-          const leased = await this.lease(db, this.options.linesPerLease ?? LINES_PER_LEASE);
+          // Two steps' worth ahead at most: lines held while paced down to one
+          // in flight (a slow model) must not outlive their lease unrun.
+          const count = Math.min(
+            this.options.linesPerLease ?? LINES_PER_LEASE,
+            2 * this.pacer.limit,
+          );
+          const leased = await this.lease(db, count);
           if (leased.length === 0) this.lastEmptyLease = this.now();
           this.local.push(...leased);
         }
