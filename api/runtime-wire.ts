@@ -31,8 +31,9 @@ export const PRIORITY_HEADER = "x-modelgate-priority";
 
 /**
  * On a runtime's answer to a batch request: how many interactive requests
- * were waiting or running in the runtime as it answered. The batch workers
- * keep fewer lines in flight while there are any (gateway/batch/batch-pacer.ts).
+ * were waiting or running in the runtime as it answered, or 1 when none
+ * were but some arrived within the last second. The batch workers keep
+ * fewer lines in flight while it is above 0 (gateway/batch/batch-pacer.ts).
  */
 export const INTERACTIVE_LOAD_HEADER = "x-modelgate-interactive-load";
 

@@ -129,9 +129,9 @@ export class ModelService {
     return this.lane.admission.depth;
   }
 
-  /** Interactive requests waiting or being worked on: what batch work makes way for. */
-  get interactiveLoad(): number {
-    return this.lane.admission.interactiveLoad;
+  /** What batch work makes way for (AdmissionQueue.interactivePressure). */
+  get interactivePressure(): number {
+    return this.lane.admission.interactivePressure;
   }
 
   /** Requests the model is working on. */

@@ -1,10 +1,11 @@
 /**
  * How many batch lines a replica keeps in flight: batch work fills the
  * runtimes' idle capacity only. Every batch answer carries the runtime's
- * interactive load (api/runtime-wire.ts, `INTERACTIVE_LOAD_HEADER`): while
- * interactive requests wait or run there, the limit halves; while none do,
- * it grows by one per answer up to `max`, so an idle runtime is soon given
- * as many lines as it batches in one step. Additive increase, multiplicative
+ * interactive pressure (api/runtime-wire.ts, `INTERACTIVE_LOAD_HEADER`):
+ * while interactive requests wait or run there, or arrived within the last
+ * second, the limit halves; while none do, it grows by one per answer up to
+ * `max`, so an idle runtime is soon given as many lines as it batches in one
+ * step. A steady interactive stream keeps it at one line in flight. Additive increase, multiplicative
  * decrease, as TCP's congestion window: a burst of interactive traffic takes
  * the batch lines out of its way within a few answers.
  */
@@ -24,10 +25,10 @@ export class BatchPacer {
     return this.current;
   }
 
-  /** One batch answer came back, with the runtime's interactive load (0 when none). */
-  observe(interactiveLoad: number): void {
+  /** One batch answer came back, with the runtime's interactive pressure (0 when none). */
+  observe(interactivePressure: number): void {
     this.current =
-      interactiveLoad > 0
+      interactivePressure > 0
         ? Math.max(this.min, Math.floor(this.current / 2))
         : Math.min(this.max, this.current + 1);
   }

@@ -91,6 +91,8 @@ const MAX_LISTED_ERRORS = 1000;
 const INSERT_ROWS = 500;
 /** Lines leased at once at most (twice the pacer's limit); the next chunk is leased while the last run. */
 const LINES_PER_LEASE = 64;
+/** ... and at least this many: paced down, a lease query per line or two would cost more than the lines. */
+const MIN_LEASE = 8;
 /** Results written in one transaction at most, and how long a partial group waits. */
 const WRITE_GROUP = 64;
 const WRITE_EVERY_MS = 50;
@@ -393,7 +395,7 @@ export class BatchWorker {
           // in flight (a slow model) must not outlive their lease unrun.
           const count = Math.min(
             this.options.linesPerLease ?? LINES_PER_LEASE,
-            2 * this.pacer.limit,
+            Math.max(MIN_LEASE, 2 * this.pacer.limit),
           );
           const leased = await this.lease(db, count);
           if (leased.length === 0) this.lastEmptyLease = this.now();

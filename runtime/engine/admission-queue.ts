@@ -109,12 +109,26 @@ export class AdmissionQueue<J, R> {
     return this.admitted;
   }
 
-  /**
-   * Interactive requests waiting or admitted: what batch work must make way
-   * for. Runtimes send it on batch answers so the workers back off.
-   */
+  /** Interactive requests waiting or admitted. */
   get interactiveLoad(): number {
     return this.waiting.length + this.admittedInteractive;
+  }
+
+  /**
+   * What batch work must make way for: the interactive load, or 1 while
+   * none is here but some arrived within `interactiveQuietMs` (at a steady
+   * rate the next one is due within a step). Runtimes send it on batch
+   * answers, so the workers stay paced down for as long as interactive
+   * traffic lasts, not only while a request happens to wait.
+   */
+  get interactivePressure(): number {
+    const load = this.interactiveLoad;
+    if (load > 0) return load;
+    return this.interactiveRecent() ? 1 : 0;
+  }
+
+  private interactiveRecent(): boolean {
+    return this.now() - this.lastInteractiveAt < (this.options.interactiveQuietMs ?? 1000);
   }
 
   /**
@@ -189,8 +203,7 @@ export class AdmissionQueue<J, R> {
   }
 
   private batchRoom(room: number): number {
-    const quietMs = this.options.interactiveQuietMs ?? 1000;
-    if (this.now() - this.lastInteractiveAt >= quietMs) return room;
+    if (!this.interactiveRecent()) return room;
     const share = this.options.batchShareWhileInteractive ?? 0.25;
     return Math.min(room, Math.max(1, Math.floor(room * share)));
   }

@@ -25,7 +25,9 @@ export async function respondToRequest(
   const priority = priorityOf(reply.request);
   const result = await service.respond(body, signal, priority);
   // The batch workers pace themselves by it: fewer lines while interactive work is here.
-  if (priority === "batch") reply.header(INTERACTIVE_LOAD_HEADER, String(service.interactiveLoad));
+  if (priority === "batch") {
+    reply.header(INTERACTIVE_LOAD_HEADER, String(service.interactivePressure));
+  }
   const seconds = (context.now() - arrivedAt) / 1000;
   context.metrics.duration.observe({ task: result.task }, seconds);
 

@@ -216,4 +216,18 @@ describe("AdmissionQueue", () => {
     expect(batch!.job).toBe("b1");
     expect(queue.interactiveLoad).toBe(0);
   });
+
+  it("reports interactive pressure while interactive traffic is recent, even with none waiting", () => {
+    let now = 0;
+    const queue = new AdmissionQueue<string, string>({ maxQueue: 10, now: () => now });
+    expect(queue.interactivePressure).toBe(0);
+    void queue.submit("i1");
+    void queue.submit("i2");
+    expect(queue.interactivePressure).toBe(2);
+    for (const admitted of queue.take(2)) admitted.resolve("done");
+    now = 999;
+    expect(queue.interactivePressure).toBe(1);
+    now = 1000;
+    expect(queue.interactivePressure).toBe(0);
+  });
 });
