@@ -34,9 +34,9 @@ const plan = quick
   ? {
       lines: 4_000,
       clients: [4, 8, 16, 32],
-      rounds: 3,
-      rateSeconds: 5,
-      rateRounds: 2,
+      rounds: 5,
+      rateSeconds: 4,
+      rateRounds: 4,
       uploadsMb: [16, 64],
       workers: 32,
     }
