@@ -96,6 +96,10 @@ program
     "--request-timeout <seconds>",
     "seconds a client has to send its whole request; 408 after (default 30)",
   )
+  .option(
+    "--upload-timeout <seconds>",
+    "seconds a file upload (POST /v1/files) has to arrive; 408 after (default 900)",
+  )
   .option("--models-dir <dir>", "folder of InferenceModel YAML to route to (file source)")
   .addOption(
     new Option(
@@ -230,6 +234,47 @@ program
     const { runDev } = await import("./dev/dev-command.js");
     await runDev(flags);
   });
+
+const batch = program
+  .command("batch")
+  .description("operators' Batch API tools (MODELGATE_BASE_URL, MODELGATE_API_KEY)");
+const withConnection = (command: Command) =>
+  command
+    .option("--base-url <url>", "the gateway (MODELGATE_BASE_URL; default http://127.0.0.1:8080)")
+    .option("--api-key <key>", "the API key; prefer MODELGATE_API_KEY, a flag is visible in ps")
+    .option("--project <id>", "a project of the key's account (MODELGATE_PROJECT)");
+withConnection(
+  batch
+    .command("submit")
+    .description("upload a JSONL file of /v1/responses requests and start a batch; prints its id")
+    .argument("<file>", "the batch input file (JSONL)")
+    .option("--metadata <key=value>", "batch metadata (repeatable)", collect, []),
+).action(async (file: string, flags: Record<string, unknown>) => {
+  const { runBatchSubmit } = await import("./batch-command.js");
+  process.exitCode = await runBatchSubmit({ ...flags, file });
+});
+withConnection(
+  batch
+    .command("watch")
+    .description("a progress bar on stderr until the batch ends; exit 0 only when completed")
+    .argument("<batch_id>")
+    .option("--interval-ms <ms>", "how often to look (default 1000)"),
+).action(async (batchId: string, flags: Record<string, unknown>) => {
+  const { runBatchWatch } = await import("./batch-command.js");
+  const intervalMs = flags.intervalMs === undefined ? undefined : Number(flags.intervalMs);
+  process.exitCode = await runBatchWatch({ ...flags, batchId, intervalMs });
+});
+withConnection(
+  batch
+    .command("results")
+    .description("write a batch's output lines (default stdout) and error lines")
+    .argument("<batch_id>")
+    .option("--out <file>", "where the output file goes (default: stdout)")
+    .option("--errors <file>", "where the error file goes"),
+).action(async (batchId: string, flags: Record<string, unknown>) => {
+  const { runBatchResults } = await import("./batch-command.js");
+  process.exitCode = await runBatchResults({ ...flags, batchId });
+});
 
 const pay = program.command("pay").description("payment-route tools");
 pay

@@ -79,6 +79,8 @@ export interface GatewayDeps {
   bodyLimit?: number;
   /** Seconds a client has to send its whole request (headers and body); 408 after. */
   requestTimeoutSeconds?: number;
+  /** Seconds a file upload's body has to arrive; 408 after. */
+  uploadTimeoutSeconds?: number;
   version?: string;
   /** The system of record for files and batches; without it their routes answer 503. */
   store?: StoreHandle;
@@ -92,6 +94,8 @@ export const DEFAULT_BATCH_WINDOW_SECONDS = 24 * 3600;
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 export const DEFAULT_REQUEST_TIMEOUT_SECONDS = 30;
+/** 200 MB in 15 minutes: about 1.8 Mbit/s. */
+export const DEFAULT_UPLOAD_TIMEOUT_SECONDS = 900;
 
 /** The interface's version (spec section 9), not the software's. */
 export const API_VERSION = "1.0.0";
@@ -106,6 +110,7 @@ const NO_SIGNATURES: UsedSignatures = { claim: () => Promise.resolve(false) };
  * (ops-server.ts), never reachable through the API's Service.
  */
 export function buildGateway(deps: GatewayDeps): FastifyInstance {
+  const requestTimeoutSeconds = deps.requestTimeoutSeconds ?? DEFAULT_REQUEST_TIMEOUT_SECONDS;
   const app = Fastify({
     loggerInstance: deps.logger,
     bodyLimit: deps.bodyLimit ?? DEFAULT_BODY_LIMIT,
@@ -117,7 +122,10 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
     }),
     // Connections from a load balancer are long-lived; keep them open.
     keepAliveTimeout: 65_000,
-    ...slowClientOptions(deps.requestTimeoutSeconds ?? DEFAULT_REQUEST_TIMEOUT_SECONDS),
+    ...slowClientOptions(
+      requestTimeoutSeconds,
+      deps.uploadTimeoutSeconds ?? DEFAULT_UPLOAD_TIMEOUT_SECONDS,
+    ),
   });
   acceptJsonBodiesOnly(app);
   app.setErrorHandler((error, request, reply) =>
@@ -128,7 +136,7 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
   });
   // Every response, the 404s and 405s included.
   requestIdHooks(app);
-  slowClientHooks(app);
+  slowClientHooks(app, requestTimeoutSeconds);
   accessLogHooks(app, deps.metrics);
   app.decorateRequest("caller", null);
   app.decorateRequest("model", null);

@@ -256,6 +256,7 @@ export async function createGatewayComponents(
     now: Date.now,
     bodyLimit: config.bodyLimitBytes,
     requestTimeoutSeconds: config.requestTimeout,
+    uploadTimeoutSeconds: config.uploadTimeout,
     store: () => store.db(),
     batchWindowSeconds: config.batchCompletionWindow,
   };

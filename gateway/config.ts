@@ -42,6 +42,8 @@ export const gatewayConfigSchema = z.object({
    * the model's `timeoutSeconds` bounds that.
    */
   requestTimeout: z.coerce.number().int().min(1).max(3600).default(30),
+  /** Seconds a file upload's body has to arrive (`POST /v1/files`); 408 after. */
+  uploadTimeout: z.coerce.number().int().min(1).max(86_400).default(900),
   modelsDir: z.string().min(1).optional(),
   /** Where models come from; default: `file` when modelsDir is set, else `kubernetes`. */
   registry: z.enum(["file", "kubernetes"]).optional(),

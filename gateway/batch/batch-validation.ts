@@ -1,19 +1,24 @@
+import type { Kysely, Selectable } from "kysely";
 import { batchInputLineSchema, type BatchError } from "../../api/batches.js";
+import { MAX_BATCH_LINES } from "../../api/files.js";
+import { errorText } from "../../lib/error-text.js";
 import { RequestBodySchema } from "../plugins/body-admission.js";
 import type { ModelRegistry } from "../registry/registry.js";
+import type { BatchesTable, Database } from "../store/database.js";
+import { fileLines } from "./file-store.js";
 
 /**
  * Validation of a batch input file, line by line, before anything runs:
  * each line must be a request the synchronous route would accept (the same
  * RequestBodySchema, on the API-key route), to the batch's endpoint, with a
- * custom_id of its own and without `stream`. A pure decision per line; the
- * worker reads the file and records the verdicts.
+ * custom_id of its own and without `stream`. A pure decision per line; a
+ * custom_id used twice is found by the store (see `validateLines`), so
+ * nothing here grows with the file.
  */
 export type LineVerdict =
   { ok: true; customId: string; body: string } | { ok: false; error: BatchError };
 
 export class BatchLineValidator {
-  private readonly seen = new Set<string>();
   private readonly schema: RequestBodySchema;
 
   constructor(
@@ -55,14 +60,6 @@ export class BatchLineValidator {
         "url",
       );
     }
-    if (this.seen.has(custom_id)) {
-      return fail(
-        "duplicate_custom_id",
-        `Line ${line}: the custom_id '${custom_id}' is used by an earlier line.`,
-        "custom_id",
-      );
-    }
-    this.seen.add(custom_id);
     if (body.stream === true) {
       return fail("stream_unsupported", `Line ${line}: a batch does not stream.`, "body.stream");
     }
@@ -73,4 +70,123 @@ export class BatchLineValidator {
     }
     return { ok: true, customId: custom_id, body: JSON.stringify(body) };
   }
+}
+
+export function duplicateCustomId(line: number, customId: string): BatchError {
+  return {
+    code: "duplicate_custom_id",
+    message: `Line ${line}: the custom_id '${customId}' is used by an earlier line.`,
+    param: "custom_id",
+    line,
+  };
+}
+
+/** Errors listed in a failed batch's `errors.data`, at most. */
+export const MAX_LISTED_ERRORS = 1000;
+/** Lines written to the store per statement. */
+const INSERT_ROWS = 500;
+
+export interface Validation {
+  /** Requests in the file (non-empty lines). */
+  total: number;
+  /** Every problem found; the first MAX_LISTED_ERRORS are listed, in line order. */
+  errorCount: number;
+  errors: BatchError[];
+}
+
+/**
+ * Reads the batch's input file as a stream and writes each good line as a
+ * pending `batch_lines` row, inside the caller's transaction. Memory stays
+ * flat whatever the file: lines are read a chunk at a time and written
+ * INSERT_ROWS at a time, and a repeated custom_id is found by the table's
+ * UNIQUE (batch_id, custom_id) — a row that conflicts with an earlier one
+ * is not written (`ON CONFLICT DO NOTHING`), and its absence from what the
+ * insert returns names the line. Good lines are written even after an
+ * error, so that every duplicate is still found; a batch with any error
+ * keeps none of its rows (the caller deletes them).
+ */
+export async function validateLines(
+  trx: Kysely<Database>,
+  batch: Selectable<BatchesTable>,
+  registry: ModelRegistry,
+): Promise<Validation> {
+  const result: Validation = { total: 0, errorCount: 0, errors: [] };
+  const addError = (error: BatchError) => {
+    result.errorCount++;
+    if (result.errors.length < MAX_LISTED_ERRORS) result.errors.push(error);
+  };
+  const file = await trx
+    .selectFrom("files")
+    .select(["id", "purpose"])
+    .where("id", "=", batch.input_file_id)
+    .where("state", "=", "processed")
+    .executeTakeFirst();
+  if (!file) {
+    addError({
+      code: "file_not_found",
+      message: `The input file ${batch.input_file_id} no longer exists.`,
+      param: "input_file_id",
+      line: null,
+    });
+    return result;
+  }
+  const validator = new BatchLineValidator(registry, batch.endpoint);
+  let rows: Array<{ line_no: number; custom_id: string; body: string }> = [];
+  const flush = async () => {
+    if (rows.length === 0) return;
+    const written = await trx
+      .insertInto("batch_lines")
+      .values(rows.map((row) => ({ ...row, batch_id: batch.id, state: "pending" as const })))
+      .onConflict((conflict) => conflict.columns(["batch_id", "custom_id"]).doNothing())
+      .returning("line_no")
+      .execute();
+    if (written.length < rows.length) {
+      const kept = new Set(written.map((row) => row.line_no));
+      for (const row of rows) {
+        if (!kept.has(row.line_no)) addError(duplicateCustomId(row.line_no, row.custom_id));
+      }
+    }
+    rows = [];
+  };
+  try {
+    for await (const { line, text } of fileLines(trx, file.id)) {
+      if (text.trim() === "") continue;
+      result.total++;
+      if (result.total > MAX_BATCH_LINES) {
+        addError({
+          code: "too_many_lines",
+          message: `A batch holds at most ${MAX_BATCH_LINES} requests.`,
+          param: null,
+          line,
+        });
+        break;
+      }
+      const verdict = validator.check(line, text);
+      if (!verdict.ok) {
+        addError(verdict.error);
+        continue;
+      }
+      rows.push({ line_no: line, custom_id: verdict.customId, body: verdict.body });
+      if (rows.length >= INSERT_ROWS) await flush();
+    }
+    await flush();
+  } catch (error) {
+    addError({
+      code: "invalid_file",
+      message: `The input file could not be read as UTF-8 text: ${errorText(error)}`,
+      param: null,
+      line: null,
+    });
+  }
+  if (result.total === 0 && result.errorCount === 0) {
+    addError({
+      code: "empty_file",
+      message: "The input file has no requests.",
+      param: null,
+      line: null,
+    });
+  }
+  // A duplicate is found when its rows are written, a little after the lines around it.
+  result.errors.sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
+  return result;
 }

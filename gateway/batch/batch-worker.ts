@@ -1,7 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { sql, type Kysely } from "kysely";
-import type { BatchError, BatchOutputLine } from "../../api/batches.js";
-import { MAX_BATCH_LINES } from "../../api/files.js";
+import type { BatchOutputLine } from "../../api/batches.js";
 import { newId } from "../../api/responses-response.js";
 import {
   INTERACTIVE_LOAD_HEADER,
@@ -20,8 +19,8 @@ import type { Upstream } from "../upstream/forward.js";
 import { relayOf } from "../upstream/relay.js";
 import { BatchPacer } from "./batch-pacer.js";
 import { batchCostOf } from "./batch-pricing.js";
-import { BatchLineValidator } from "./batch-validation.js";
-import { fileLines, sweepAbandonedUploads, writeGeneratedFile } from "./file-store.js";
+import { validateLines } from "./batch-validation.js";
+import { sweepAbandonedUploads, writeGeneratedFile } from "./file-store.js";
 import type { StoreHandle } from "./files.routes.js";
 
 /**
@@ -86,9 +85,6 @@ const OUTPUT_FILE_DAYS = 30;
 const RETRY_DELAY_MS = 1000;
 const SWEEP_EVERY_MS = 60_000;
 const ABANDONED_UPLOAD_MS = 60 * 60_000;
-/** Errors listed in a failed batch's `errors.data`, at most. */
-const MAX_LISTED_ERRORS = 1000;
-const INSERT_ROWS = 500;
 /** Lines leased at once at most (twice the pacer's limit); the next chunk is leased while the last run. */
 const LINES_PER_LEASE = 64;
 /** ... and at least this many: paced down, a lease query per line or two would cost more than the lines. */
@@ -188,78 +184,7 @@ export class BatchWorker {
         .skipLocked()
         .executeTakeFirst();
       if (!batch) return false;
-      const errors: BatchError[] = [];
-      let errorCount = 0;
-      const addError = (error: BatchError) => {
-        errorCount++;
-        if (errors.length < MAX_LISTED_ERRORS) errors.push(error);
-      };
-      let total = 0;
-      const file = await trx
-        .selectFrom("files")
-        .select(["id", "purpose"])
-        .where("id", "=", batch.input_file_id)
-        .where("state", "=", "processed")
-        .executeTakeFirst();
-      if (!file) {
-        addError({
-          code: "file_not_found",
-          message: `The input file ${batch.input_file_id} no longer exists.`,
-          param: "input_file_id",
-          line: null,
-        });
-      } else {
-        const validator = new BatchLineValidator(this.options.registry, batch.endpoint);
-        let rows: Array<{ line_no: number; custom_id: string; body: string }> = [];
-        const flush = async () => {
-          if (rows.length === 0) return;
-          await trx
-            .insertInto("batch_lines")
-            .values(rows.map((row) => ({ ...row, batch_id: batch.id, state: "pending" as const })))
-            .execute();
-          rows = [];
-        };
-        try {
-          for await (const { line, text } of fileLines(trx, file.id)) {
-            if (text.trim() === "") continue;
-            total++;
-            if (total > MAX_BATCH_LINES) {
-              addError({
-                code: "too_many_lines",
-                message: `A batch holds at most ${MAX_BATCH_LINES} requests.`,
-                param: null,
-                line,
-              });
-              break;
-            }
-            const verdict = validator.check(line, text);
-            if (!verdict.ok) {
-              addError(verdict.error);
-              continue;
-            }
-            // Once a line failed the batch fails: the rest are only checked.
-            if (errorCount > 0) continue;
-            rows.push({ line_no: line, custom_id: verdict.customId, body: verdict.body });
-            if (rows.length >= INSERT_ROWS) await flush();
-          }
-        } catch (error) {
-          addError({
-            code: "invalid_file",
-            message: `The input file could not be read as UTF-8 text: ${errorText(error)}`,
-            param: null,
-            line: null,
-          });
-        }
-        if (errorCount === 0) await flush();
-        if (total === 0 && errorCount === 0) {
-          addError({
-            code: "empty_file",
-            message: "The input file has no requests.",
-            param: null,
-            line: null,
-          });
-        }
-      }
+      const { total, errorCount, errors } = await validateLines(trx, batch, this.options.registry);
       const at = new Date(this.now());
       if (errorCount > 0) {
         await trx.deleteFrom("batch_lines").where("batch_id", "=", batch.id).execute();

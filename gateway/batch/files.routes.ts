@@ -49,6 +49,12 @@ export const FILES_ROUTE_CONFIG: GatewayRouteConfig = Object.freeze({
   errorBody: "envelope",
 });
 
+/** An upload's body may take `--upload-timeout` to arrive, not the request timeout. */
+const FILE_UPLOAD_ROUTE_CONFIG: GatewayRouteConfig = Object.freeze({
+  ...FILES_ROUTE_CONFIG,
+  bodyTimeout: "upload",
+});
+
 export const API_KEY_HEADERS: HeaderSpec[] = [
   {
     name: "x-api-key",
@@ -92,7 +98,7 @@ export const FILE_ROUTES: readonly RouteSpec[] = [
     operationId: "createFile",
     summary: "Upload a file",
     description: `Uploads a file (multipart form: \`file\`, \`purpose\`), streamed to the store. At most ${MAX_FILE_BYTES} bytes (413), and ${MAX_BATCH_LINES} lines for purpose \`batch\` (400).`,
-    config: FILES_ROUTE_CONFIG,
+    config: FILE_UPLOAD_ROUTE_CONFIG,
     requestHeaders: API_KEY_HEADERS,
     body: { mediaType: "multipart/form-data", schema: fileUploadFormSchema },
     responses: {

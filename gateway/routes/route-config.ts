@@ -30,6 +30,12 @@ export interface GatewayRouteConfig {
    * spec's failed Responses envelope for 400, 413 and 420.
    */
   errorBody?: "envelope";
+  /**
+   * `upload`: the body may take the upload timeout to arrive (`--upload-timeout`)
+   * rather than the request timeout (a file of up to 200 MB). Default: the
+   * request timeout, as for every small JSON body.
+   */
+  bodyTimeout?: "upload";
 }
 
 declare module "fastify" {

@@ -6,7 +6,6 @@ import {
   storedItemsOf,
   type StoredInputItem,
 } from "../../api/stored-responses.js";
-import { HttpErrors } from "../../lib/http/http-errors.js";
 import { logFieldsOf } from "../../lib/http/log-fields.js";
 import { GatewayErrors } from "../errors.js";
 import type { ResponseStore } from "../store/response-store.js";
@@ -57,14 +56,14 @@ export function inputItemsHandler(deps: StoredDeps) {
     if (!query.success) {
       const issue = query.error.issues[0]!;
       const param = String(issue.path[0] ?? "query");
-      throw HttpErrors.invalidRequest(`Invalid '${param}': ${issue.message}`, param);
+      throw GatewayErrors.invalidQuery(`Invalid '${param}': ${issue.message}.`, param);
     }
     const id = idOf(request);
     const row = await deps.responses?.get(id, ownerOfRequest(request));
     if (!row) throw GatewayErrors.responseNotFound(id, null);
     const page = pageOfItems(JSON.parse(row.inputItems) as StoredInputItem[], query.data);
     if (!page.ok) {
-      throw HttpErrors.invalidRequest(
+      throw GatewayErrors.invalidQuery(
         `Invalid 'after': no input item '${query.data.after}' in this response.`,
         "after",
       );

@@ -23,6 +23,8 @@ const API_KEY: GatewayRouteConfig = {
   metering: "none",
   modelRoute: null,
   metricsName: "api-key-stored",
+  // A read makes no response, so a refused one has none to echo (as usage's).
+  errorBody: "envelope",
 };
 
 const PAY: GatewayRouteConfig = {
@@ -31,6 +33,7 @@ const PAY: GatewayRouteConfig = {
   metering: "none",
   modelRoute: null,
   metricsName: "pay-stored",
+  errorBody: "envelope",
 };
 
 const API_KEY_HEADERS: HeaderSpec[] = [
@@ -184,7 +187,7 @@ function storedRoutes(prefix: string, paid: boolean): RouteSpec[] {
           400: {
             description:
               "A query parameter out of range, or `after` naming no item of this response (`error.param` names it)",
-            schema: responsesResponseSchema,
+            schema: errorEnvelopeSchema,
             headers: [REQUEST_ID],
           },
           ...errorsOf(paid),

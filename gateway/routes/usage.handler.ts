@@ -1,13 +1,14 @@
 import type { FastifyRequest } from "fastify";
 import type { Kysely } from "kysely";
+import type { z } from "zod";
 import {
   BUCKET_WIDTHS,
   DEFAULT_LIMITS,
   completionsUsageQuerySchema,
   costsQuerySchema,
-  parseQuery,
   type CompletionsUsagePage,
   type CostsPage,
+  parseQuery,
 } from "../../api/usage.js";
 import { GatewayErrors } from "../errors.js";
 import type { Database } from "../store/database.js";
@@ -93,54 +94,55 @@ function nextPage(plan: PagePlan): string | null {
   return plan.nextPageStart === null ? null : `page_${plan.nextPageStart}`;
 }
 
-export function usageHandlers(deps: UsageDeps) {
+/**
+ * One usage page: parse the query (a 400 names the parameter), decide whose
+ * rows the caller may read, plan the buckets, read them. Completions and
+ * costs differ only in their query schema and their reader.
+ */
+function pageHandler<
+  S extends typeof completionsUsageQuerySchema | typeof costsQuerySchema,
+  Bucket,
+  Totals,
+>(
+  deps: UsageDeps,
+  schema: S,
+  read: (
+    db: Kysely<Database>,
+    scope: ReadScope,
+    filters: UsageFilters,
+    groups: z.infer<S>["group_by"],
+    plan: PagePlan,
+  ) => Promise<{ buckets: Bucket[]; totals: Totals }>,
+) {
+  return async (request: FastifyRequest) => {
+    const parsed = parseQuery(schema, request.query as Record<string, unknown>);
+    if (!parsed.ok) throw GatewayErrors.invalidQuery(parsed.problem.message, parsed.problem.param);
+    const { query } = parsed;
+    const scope = scopeOf(request, query);
+    const plan = planOf(query, deps.now());
+    const { buckets, totals } = await read(
+      await ledger(deps),
+      scope,
+      filtersOf(query),
+      query.group_by,
+      plan,
+    );
+    return {
+      object: "page" as const,
+      data: buckets,
+      has_more: plan.nextPageStart !== null,
+      next_page: nextPage(plan),
+      totals,
+    };
+  };
+}
+
+export function usageHandlers(deps: UsageDeps): {
+  completionsUsage: (request: FastifyRequest) => Promise<CompletionsUsagePage>;
+  costs: (request: FastifyRequest) => Promise<CostsPage>;
+} {
   return {
-    async completionsUsage(request: FastifyRequest): Promise<CompletionsUsagePage> {
-      const parsed = parseQuery(
-        completionsUsageQuerySchema,
-        request.query as Record<string, unknown>,
-      );
-      if (!parsed.ok)
-        throw GatewayErrors.invalidQuery(parsed.problem.message, parsed.problem.param);
-      const { query } = parsed;
-      const scope = scopeOf(request, query);
-      const plan = planOf(query, deps.now());
-      const answer = await readCompletionsUsage(
-        await ledger(deps),
-        scope,
-        filtersOf(query),
-        query.group_by,
-        plan,
-      );
-      return {
-        object: "page",
-        data: answer.buckets,
-        has_more: plan.nextPageStart !== null,
-        next_page: nextPage(plan),
-        totals: answer.totals,
-      };
-    },
-    async costs(request: FastifyRequest): Promise<CostsPage> {
-      const parsed = parseQuery(costsQuerySchema, request.query as Record<string, unknown>);
-      if (!parsed.ok)
-        throw GatewayErrors.invalidQuery(parsed.problem.message, parsed.problem.param);
-      const { query } = parsed;
-      const scope = scopeOf(request, query);
-      const plan = planOf(query, deps.now());
-      const answer = await readCosts(
-        await ledger(deps),
-        scope,
-        filtersOf(query),
-        query.group_by,
-        plan,
-      );
-      return {
-        object: "page",
-        data: answer.buckets,
-        has_more: plan.nextPageStart !== null,
-        next_page: nextPage(plan),
-        totals: answer.totals,
-      };
-    },
+    completionsUsage: pageHandler(deps, completionsUsageQuerySchema, readCompletionsUsage),
+    costs: pageHandler(deps, costsQuerySchema, readCosts),
   };
 }

@@ -168,6 +168,7 @@ describe("the chart with default values", () => {
       "--port=8080",
       "--metrics-port=9090",
       "--request-timeout=30",
+      "--upload-timeout=900",
       "--keys-file=/etc/modelgate/keys/keys.yaml",
       "--state-dir=/var/lib/modelgate/gateway",
       "--journal-sync=100ms",

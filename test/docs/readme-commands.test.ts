@@ -109,6 +109,35 @@ const COVERAGE: Coverage[] = [
     runBy: [],
   },
   { command: "source test/cluster/env.sh", runBy: [[SELF, "source test/cluster/env.sh"]] },
+  {
+    command: "export MODELGATE_BASE_URL=$GATEWAY MODELGATE_API_KEY=$KEY",
+    runBy: [
+      [
+        "test/gateway/batch/batch-cli.test.ts",
+        "MODELGATE_BASE_URL: p.url",
+        "MODELGATE_API_KEY: key",
+      ],
+    ],
+  },
+  {
+    command: "ID=$(npm run -s modelgate -- batch submit",
+    runBy: [["test/gateway/batch/batch-cli.test.ts", '"batch", ...args', 'modelgate(["submit"']],
+  },
+  {
+    command: "npm run -s modelgate -- batch watch",
+    runBy: [["test/gateway/batch/batch-cli.test.ts", '"batch", ...args', 'modelgate(["watch"']],
+  },
+  {
+    command: "npm run -s modelgate -- batch results",
+    runBy: [
+      [
+        "test/gateway/batch/batch-cli.test.ts",
+        '"batch", ...args',
+        'modelgate(["results"',
+        '"--out"',
+      ],
+    ],
+  },
   { command: "npm run format:check", runBy: [[CI, "npm run format:check"]] },
   { command: "npm run lint", runBy: [[CI, "npm run lint"]] },
   { command: "npm run typecheck", runBy: [[CI, "npm run typecheck"]] },

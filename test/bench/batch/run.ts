@@ -5,8 +5,9 @@
 //     concurrency found (target: at least 0.9x);
 //  2. interactive p99 latency at a fixed rate, alone and while a batch runs
 //     (target: at most 1.25x);
-//  3. peak resident memory of the ingesting gateway for a small and a large
-//     upload (target: flat, not proportional to the file).
+//  3. time and peak resident memory of a gateway child process ingesting and
+//     validating a small and a ten times larger batch file, and running a
+//     small and a large batch (target: flat, not proportional; ./ingest.ts).
 // Every server is its own process, as deployed: the runtime (runtime/main.ts's
 // wiring, one ORT thread), the gateway (`modelgate gateway`'s wiring, with
 // its batch workers) and PostgreSQL; the load generator is this process, so
@@ -15,8 +16,7 @@
 // slow spell of the shared machine lands on both. Prints one table; exits
 // non-zero only when the run itself breaks (failed requests, a batch not
 // completed). See docs/batch.md.
-import { readFile, rm } from "node:fs/promises";
-import { Readable } from "node:stream";
+import { rm } from "node:fs/promises";
 import { toFile, type OpenAI } from "openai";
 import { Pool } from "undici";
 import { finished, jsonlOf, nliLine, openaiClient, waitFor } from "../../gateway/batch/support.js";
@@ -25,6 +25,7 @@ import { startDatabaseServer } from "../gateway/database-server.js";
 import { writeGatewayFiles } from "../gateway/gateway-files.js";
 import { startGateway } from "../gateway/processes.js";
 import { startRuntimeProcess } from "../runtime/runtime-process.js";
+import { INGEST_PLANS, runIngestBench } from "./ingest.js";
 import { runClosedLoop, type LoadRequest } from "../support/closed-loop.js";
 import { startRun } from "../support/run-clock.js";
 import { fmt, fmtRatio, median, quantile } from "../runtime/stats.js";
@@ -37,7 +38,6 @@ const plan = quick
       rounds: 5,
       rateSeconds: 4,
       rateRounds: 4,
-      uploadsMb: [16, 64],
       workers: 32,
     }
   : {
@@ -46,7 +46,6 @@ const plan = quick
       rounds: 3,
       rateSeconds: 20,
       rateRounds: 2,
-      uploadsMb: [20, 200],
       workers: 32,
     };
 const { log, elapsedSeconds } = startRun(quick ? 600_000 : 3_600_000);
@@ -238,62 +237,14 @@ log(
   `interactive at ${rate} req/s: p99 ${fmt(aloneP99)} ms alone, ${fmt(besideP99)} ms beside a batch of ${backgroundLines}`,
 );
 
-// 3. Peak resident memory of the gateway process while an upload of each size is ingested.
-async function gatewayRssMb(): Promise<number> {
-  try {
-    const status = await readFile(`/proc/${gateway.pid}/status`, "utf8");
-    return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1]) / 1024;
-  } catch {
-    return Number.NaN;
-  }
-}
-async function ingestPeakMb(mb: number): Promise<number> {
-  const boundary = "modelgatebenchboundary";
-  const line = `${"x".repeat(1023)}\n`;
-  const head = `--${boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nuser_data\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.txt"\r\nContent-Type: application/octet-stream\r\n\r\n`;
-  const tail = `\r\n--${boundary}--\r\n`;
-  const total = mb * 1024;
-  function* body() {
-    yield Buffer.from(head);
-    const block = Buffer.from(line.repeat(64));
-    for (let sent = 0; sent < total; sent += 64) yield block;
-    yield Buffer.from(tail);
-  }
-  const base = await gatewayRssMb();
-  let peak = base;
-  const sampler = setInterval(
-    () => void gatewayRssMb().then((rss) => (peak = Math.max(peak, rss))),
-    20,
-  );
-  const init: RequestInit & { duplex: "half" } = {
-    method: "POST",
-    headers: {
-      "x-api-key": setup.apiKey,
-      "content-type": `multipart/form-data; boundary=${boundary}`,
-    },
-    body: Readable.toWeb(Readable.from(body())),
-    duplex: "half",
-  };
-  const response = await fetch(`${gateway.url}/v1/files`, init);
-  clearInterval(sampler);
-  const file = (await response.json()) as { bytes?: number };
-  if (response.status !== 200 || file.bytes !== total * 1024) {
-    log(`upload of ${mb} MB failed: ${response.status} ${JSON.stringify(file).slice(0, 200)}`);
-    broken = true;
-  }
-  return peak - base;
-}
-const memory: Array<[number, number]> = [];
-for (const mb of plan.uploadsMb) {
-  const growth = await ingestPeakMb(mb);
-  memory.push([mb, growth]);
-  log(`ingest ${mb} MB: peak RSS growth ${fmt(growth)} MB`);
-}
-
 await gateway.stop();
 await runtime.stop();
 await pg.stop();
 await rm(setup.dir, { recursive: true, force: true });
+
+// 3. Ingestion and a worker's memory, in a gateway child process (./ingest.ts).
+const ingest = await runIngestBench(INGEST_PLANS[quick ? "quick" : "full"], log);
+if (ingest.broken) broken = true;
 const table = [
   "| figure | value | target |",
   "| --- | --- | --- |",
@@ -304,9 +255,7 @@ const table = [
   `| CPU ms per request, gateway / runtime / PostgreSQL: batch | ${cpuText("batch")} | |`,
   `| interactive p99 at ${rate} req/s | ${fmt(aloneP99)} ms alone, ${fmt(besideP99)} ms beside a batch | |`,
   `| p99 beside / alone | ${fmtRatio(besideP99 / aloneP99)} | <= 1.25x |`,
-  ...memory.map(
-    ([mb, growth]) => `| ingest ${mb} MB: gateway peak RSS growth | ${fmt(growth)} MB | flat |`,
-  ),
+  ...ingest.rows,
 ];
 log(`done in ${elapsedSeconds().toFixed(0)} s`);
 process.stdout.write(`\n${table.join("\n")}\n`);

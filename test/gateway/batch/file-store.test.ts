@@ -75,6 +75,15 @@ describe.each(engines)("file store on $name", (engine) => {
     expect(row!.lines).toBe(12_000);
   });
 
+  it("keeps binary content byte for byte: every byte value, across a chunk boundary", async () => {
+    const opened = await store(engine);
+    // NULs, 0xff, lone UTF-8 continuation bytes: a text codec that mangled any would show.
+    const content = Buffer.alloc(CHUNK_BYTES + 1000);
+    for (let i = 0; i < content.length; i++) content[i] = (i * 7) % 256;
+    const id = await upload(opened, acme, content);
+    expect((await readAll(fileContent(opened.db, id))).equals(content)).toBe(true);
+  });
+
   it("a file is its owner's: another account or project finds nothing", async () => {
     const opened = await store(engine);
     const id = await upload(opened, acme, Buffer.from("a\n"));

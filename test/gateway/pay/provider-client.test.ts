@@ -8,10 +8,8 @@ import {
   type AllowanceRequest,
 } from "../../../gateway/pay/provider-client.js";
 import type { SettlementRecord } from "../../../gateway/pay/settlement.js";
-import {
-  startPaymentProvider,
-  type PaymentProvider,
-} from "../../fixtures/payment-provider/server.js";
+import type { PaymentProvider } from "../../fixtures/payment-provider/server.js";
+import { usePaymentProvider } from "./provider-support.js";
 
 const signedBy = {
   digest: "cd".repeat(32),
@@ -46,25 +44,14 @@ const settlement: SettlementRecord = {
 
 let provider: PaymentProvider;
 let client: PaymentProviderClient;
-
-beforeAll(async () => {
-  provider = await startPaymentProvider();
-  client = new PaymentProviderClient({
-    baseUrl: provider.url,
-    credential: provider.credential,
-    checkTimeoutMs: 300,
-    settleTimeoutMs: 300,
-  });
-});
+usePaymentProvider(
+  { checkTimeoutMs: 300, settleTimeoutMs: 300 },
+  (started) => ({ provider, client } = started),
+);
 
 afterEach(async () => {
   await provider.setMode("allow");
   provider.ledger.reset();
-});
-
-afterAll(async () => {
-  await client.close();
-  await provider.close();
 });
 
 describe("checkAllowance against the stand-in", () => {

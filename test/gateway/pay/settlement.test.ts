@@ -1,45 +1,20 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PaymentProviderClient, SettlementError } from "../../../gateway/pay/provider-client.js";
+import { describe, expect, it } from "vitest";
+import type { PaymentProviderClient } from "../../../gateway/pay/provider-client.js";
+import { SettlementError } from "../../../gateway/pay/provider-client.js";
 import {
   isRetryableSettlementError,
   parseSettlementRecord,
   settlementSender,
   type SettlementRecord,
 } from "../../../gateway/pay/settlement.js";
-import {
-  startPaymentProvider,
-  type PaymentProvider,
-} from "../../fixtures/payment-provider/server.js";
+import type { PaymentProvider } from "../../fixtures/payment-provider/server.js";
+import { settlementRecord, usePaymentProvider } from "./provider-support.js";
 
-const record: SettlementRecord = {
-  responseId: "resp_42",
-  requestId: "req_42",
-  agentId: "agent-b",
-  payRequestId: "payreq-42",
-  signedBy: { digest: "ab".repeat(32), kid: "k1", timestamp: 1_800_000_000, scheme: "v1" },
-  serviceSlug: "tiny-gpt",
-  model: "tiny-gpt",
-  inputTokens: 5,
-  outputTokens: 7,
-  createdAtMs: 1_800_000_000_000,
-};
+const record: SettlementRecord = settlementRecord(42);
 
 let provider: PaymentProvider;
 let client: PaymentProviderClient;
-
-beforeAll(async () => {
-  provider = await startPaymentProvider();
-  client = new PaymentProviderClient({
-    baseUrl: provider.url,
-    credential: provider.credential,
-    settleTimeoutMs: 300,
-  });
-});
-
-afterAll(async () => {
-  await client.close();
-  await provider.close();
-});
+usePaymentProvider({ settleTimeoutMs: 300 }, (started) => ({ provider, client } = started));
 
 describe("settlementSender", () => {
   it("delivers a record under the outbox's key, once however often it is replayed", async () => {

@@ -3,18 +3,20 @@ import { join } from "node:path";
 import type { Kysely } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../../gateway/store/database.js";
-import { startPostgresServer, type PostgresServer } from "../../support/postgres-server.js";
-import { startPlatform, type Platform } from "../support/platform.js";
-import { BROKE_AGENT, startMixedLoad, type Outcome } from "./mixed-load.js";
+import type { PostgresServer } from "../../support/postgres-server.js";
+import type { Platform } from "../support/platform.js";
+import { startMixedLoad, type Outcome } from "./mixed-load.js";
 import {
-  ledgerDb,
   logsWith,
   metricOf,
   owedInFolder,
   pendingRecords,
   startReplica,
+  startReplicaSet,
+  stopReplicaSet,
   until,
   type Replica,
+  type ReplicaSet,
 } from "./replica-set.js";
 
 /**
@@ -24,6 +26,7 @@ import {
  * loses. A clean stop with the database up first ships what waits, so a
  * rollout that deletes pods with their emptyDir loses nothing.
  */
+let set: ReplicaSet | undefined;
 let postgres: PostgresServer;
 let p: Platform;
 let databaseUrl: string;
@@ -31,18 +34,10 @@ let db: Kysely<Database>;
 const started: Replica[] = [];
 
 beforeAll(async () => {
-  postgres = await startPostgresServer();
-  databaseUrl = await postgres.createDatabase();
-  p = await startPlatform({ config: { databaseUrl: await postgres.createDatabase() } });
-  p.provider.ledger.setAllowance(BROKE_AGENT, 0);
-  db = ledgerDb(databaseUrl);
+  set = await startReplicaSet({ count: 0, valkey: false, replicas: started });
+  ({ postgres, platform: p, databaseUrl, db } = set);
 }, 180_000);
-afterAll(async () => {
-  await db?.destroy();
-  for (const replica of started) await replica.process.stop();
-  await p?.close();
-  await postgres?.stop();
-});
+afterAll(() => stopReplicaSet(set, started));
 
 async function replica(index: number, previous?: Replica): Promise<Replica> {
   const r = await startReplica({

@@ -1,18 +1,18 @@
 import type { Kysely } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../../gateway/store/database.js";
-import { startPostgresServer, type PostgresServer } from "../../support/postgres-server.js";
-import { startRedisServer, type RedisServer } from "../../support/redis-server.js";
-import { startPlatform, type Platform } from "../support/platform.js";
-import { BROKE_AGENT, startMixedLoad, type Outcome } from "./mixed-load.js";
+import type { PostgresServer } from "../../support/postgres-server.js";
+import type { Platform } from "../support/platform.js";
+import { startMixedLoad, type Outcome } from "./mixed-load.js";
 import {
-  ledgerDb,
   ledgerTotals,
   metricOf,
   pendingRecords,
-  startReplica,
+  startReplicaSet,
+  stopReplicaSet,
   until,
   type Replica,
+  type ReplicaSet,
 } from "./replica-set.js";
 
 /**
@@ -28,42 +28,17 @@ import {
  */
 const OUTAGE_MS = 60_000;
 
+let set: ReplicaSet | undefined;
 let postgres: PostgresServer;
-let redis: RedisServer;
 let p: Platform;
-let databaseUrl: string;
 let db: Kysely<Database>;
 const replicas: Replica[] = [];
 
 beforeAll(async () => {
-  [postgres, redis] = await Promise.all([startPostgresServer(), startRedisServer()]);
-  databaseUrl = await postgres.createDatabase();
-  p = await startPlatform({ config: { databaseUrl: await postgres.createDatabase() } });
-  p.provider.ledger.setAllowance(BROKE_AGENT, 0);
-  replicas.push(
-    ...(await Promise.all(
-      [0, 1, 2].map((index) =>
-        startReplica({ platform: p, index, databaseUrl, valkeyUrl: redis.url }),
-      ),
-    )),
-  );
-  db = ledgerDb(databaseUrl);
+  set = await startReplicaSet({ count: 3, valkey: true, replicas });
+  ({ postgres, platform: p, db } = set);
 }, 180_000);
-afterAll(async () => {
-  // A replica that died during the test says why.
-  for (const r of replicas) {
-    const code = r.process.child.exitCode ?? r.process.child.signalCode;
-    if (code !== null)
-      console.error(
-        `replica ${r.index} exited (${code}):\n${r.process.logs.slice(-20).join("\n")}`,
-      );
-  }
-  await db?.destroy();
-  for (const replica of replicas) await replica.process.stop();
-  await p?.close();
-  await redis?.close();
-  await postgres?.stop();
-});
+afterAll(() => stopReplicaSet(set, replicas));
 
 const sum = (outcomes: Outcome[], field: "input_tokens" | "output_tokens") =>
   outcomes.reduce((total, o) => total + o.usage![field], 0);

@@ -6,8 +6,11 @@ import { replayJournals, splitCompleteLines } from "../../../gateway/outbox/jour
 import { journalPath } from "../../../gateway/outbox/outbox-journals.js";
 import type { Database } from "../../../gateway/store/database.js";
 import { freePort } from "../../support/free-port.js";
+import { startPostgresServer, type PostgresServer } from "../../support/postgres-server.js";
+import { startRedisServer, type RedisServer } from "../../support/redis-server.js";
 import { startServiceProcess, type ServiceProcess } from "../../support/service-process.js";
-import type { Platform } from "../support/platform.js";
+import { startPlatform, type Platform } from "../support/platform.js";
+import { BROKE_AGENT } from "./mixed-load.js";
 
 /**
  * Gateway replicas as a Deployment runs them: separate `modelgate gateway`
@@ -70,6 +73,70 @@ export async function startReplica(options: ReplicaOptions): Promise<Replica> {
     stateDir,
     process,
   };
+}
+
+export interface ReplicaSet {
+  postgres: PostgresServer;
+  /** Present when asked for: limits and used signatures shared through it. */
+  redis: RedisServer | undefined;
+  platform: Platform;
+  /** The replicas' ledger. */
+  databaseUrl: string;
+  /** The test's own reader of that ledger. */
+  db: Kysely<Database>;
+}
+
+/**
+ * One PostgreSQL, a redis-server when `valkey`, the platform (runtimes,
+ * keys, provider; its own in-process gateway is not under test, so its
+ * ledger is another database and every row in this one came from a
+ * replica), and `count` replicas pushed into `replicas` as they start.
+ */
+export async function startReplicaSet(options: {
+  count: number;
+  valkey: boolean;
+  replicas: Replica[];
+}): Promise<ReplicaSet> {
+  const [postgres, redis] = await Promise.all([
+    startPostgresServer(),
+    options.valkey ? startRedisServer() : Promise.resolve(undefined),
+  ]);
+  const databaseUrl = await postgres.createDatabase();
+  const platform = await startPlatform({
+    config: { databaseUrl: await postgres.createDatabase() },
+  });
+  platform.provider.ledger.setAllowance(BROKE_AGENT, 0);
+  const started = await Promise.all(
+    Array.from({ length: options.count }, (_, index) =>
+      startReplica({
+        platform,
+        index,
+        databaseUrl,
+        ...(redis ? { valkeyUrl: redis.url } : {}),
+      }),
+    ),
+  );
+  options.replicas.push(...started);
+  return { postgres, redis, platform, databaseUrl, db: ledgerDb(databaseUrl) };
+}
+
+/** Stops all of it, after saying why any replica that died during the test exited. */
+export async function stopReplicaSet(
+  set: ReplicaSet | undefined,
+  replicas: readonly Replica[],
+): Promise<void> {
+  for (const r of replicas) {
+    const code = r.process.child.exitCode ?? r.process.child.signalCode;
+    if (code !== null && code !== 0)
+      console.error(
+        `replica ${r.index} exited (${code}):\n${r.process.logs.slice(-20).join("\n")}`,
+      );
+  }
+  await set?.db.destroy();
+  for (const replica of replicas) await replica.process.stop();
+  await set?.platform.close();
+  await set?.redis?.close();
+  await set?.postgres.stop();
 }
 
 /** One sample of a replica's /metrics, by exact series (e.g. `name{label="v"}`). */

@@ -2,18 +2,19 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Kysely } from "kysely";
 import { completionsUsagePageSchema } from "../../../api/usage.js";
 import type { Database } from "../../../gateway/store/database.js";
-import { startPostgresServer, type PostgresServer } from "../../support/postgres-server.js";
-import { startRedisServer, type RedisServer } from "../../support/redis-server.js";
-import { startPlatform, type Platform } from "../support/platform.js";
-import { BROKE_AGENT, startMixedLoad, type Outcome } from "./mixed-load.js";
+import type { RedisServer } from "../../support/redis-server.js";
+import type { Platform } from "../support/platform.js";
+import { startMixedLoad, type Outcome } from "./mixed-load.js";
 import {
-  ledgerDb,
   ledgerTotals,
   metricOf,
   pendingRecords,
   startReplica,
+  startReplicaSet,
+  stopReplicaSet,
   until,
   type Replica,
+  type ReplicaSet,
 } from "./replica-set.js";
 
 /**
@@ -35,7 +36,7 @@ import {
  */
 const CLIENTS = 6;
 
-let postgres: PostgresServer;
+let set: ReplicaSet | undefined;
 let redis: RedisServer;
 let p: Platform;
 let databaseUrl: string;
@@ -43,28 +44,11 @@ let db: Kysely<Database>;
 const replicas: Replica[] = [];
 
 beforeAll(async () => {
-  [postgres, redis] = await Promise.all([startPostgresServer(), startRedisServer()]);
-  databaseUrl = await postgres.createDatabase();
-  // The platform's own in-process gateway is not under test: its ledger is
-  // another database, so that every row in this one came from a replica.
-  p = await startPlatform({ config: { databaseUrl: await postgres.createDatabase() } });
-  p.provider.ledger.setAllowance(BROKE_AGENT, 0);
-  replicas.push(
-    ...(await Promise.all(
-      [0, 1, 2].map((index) =>
-        startReplica({ platform: p, index, databaseUrl, valkeyUrl: redis.url }),
-      ),
-    )),
-  );
-  db = ledgerDb(databaseUrl);
+  set = await startReplicaSet({ count: 3, valkey: true, replicas });
+  ({ platform: p, databaseUrl, db } = set);
+  redis = set.redis!;
 }, 180_000);
-afterAll(async () => {
-  await db?.destroy();
-  for (const replica of replicas) await replica.process.stop();
-  await p?.close();
-  await redis?.close();
-  await postgres?.stop();
-});
+afterAll(() => stopReplicaSet(set, replicas));
 
 const testStarted = Math.floor(Date.now() / 1000) - 60;
 

@@ -1,9 +1,10 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ledgerEntryOfSettlement } from "../../../gateway/metering/to-ledger.js";
 import { DurableOutbox } from "../../../gateway/outbox/durable-outbox.js";
-import { PaymentProviderClient, SettlementError } from "../../../gateway/pay/provider-client.js";
+import type { PaymentProviderClient } from "../../../gateway/pay/provider-client.js";
+import { SettlementError } from "../../../gateway/pay/provider-client.js";
 import {
   isRetryableSettlementError,
   parseSettlementRecord,
@@ -16,10 +17,8 @@ import {
   ledgerThenEach,
 } from "../../../gateway/store/ledger-sink.js";
 import { openStore, type Store } from "../../../gateway/store/store.js";
-import {
-  startPaymentProvider,
-  type PaymentProvider,
-} from "../../fixtures/payment-provider/server.js";
+import type { PaymentProvider } from "../../fixtures/payment-provider/server.js";
+import { settlementRecord, usePaymentProvider } from "../pay/provider-support.js";
 import { fastRetry, logs, onCleanup, outboxDir } from "../outbox/support.js";
 import { useStoreEngines } from "./engines.js";
 
@@ -32,36 +31,12 @@ const engines = useStoreEngines();
 
 let provider: PaymentProvider;
 let client: PaymentProviderClient;
-
-beforeAll(async () => {
-  provider = await startPaymentProvider();
-  client = new PaymentProviderClient({
-    baseUrl: provider.url,
-    credential: provider.credential,
-    settleTimeoutMs: 300,
-  });
-});
-
-afterAll(async () => {
-  await client.close();
-  await provider.close();
-});
+usePaymentProvider({ settleTimeoutMs: 300 }, (started) => ({ provider, client } = started));
 
 let counter = 0;
 function settlement(): SettlementRecord {
   counter += 1;
-  return {
-    responseId: `resp_then_each_${counter}`,
-    requestId: `req_then_each_${counter}`,
-    agentId: "agent-b",
-    payRequestId: `payreq-${counter}`,
-    signedBy: { digest: "ab".repeat(32), kid: "k1", timestamp: 1_800_000_000, scheme: "v1" },
-    serviceSlug: "tiny-gpt",
-    model: "tiny-gpt",
-    inputTokens: 5,
-    outputTokens: 7,
-    createdAtMs: 1_800_000_000_000,
-  };
+  return settlementRecord(`then_each_${counter}`);
 }
 
 const isRetryable = (error: unknown) =>

@@ -114,8 +114,10 @@ describe("stored responses on the API-key route", () => {
     ] as const) {
       const res = await get(`/v1/responses/${id}/input_items?${query}`);
       expect(res.status, query).toBe(400);
-      const body = (await res.json()) as { error: { param: string } };
-      expect(body.error.param).toBe(param);
+      // A read makes no response: the ErrorEnvelope alone, not a failed response.
+      const body = (await res.json()) as Record<string, unknown>;
+      expect(Object.keys(body), query).toEqual(["error"]);
+      expect(body.error).toMatchObject({ param, code: "invalid_query" });
     }
   });
 

@@ -132,12 +132,20 @@ describe("ledger exporter on postgres: two replicas, one real sink", () => {
     expect(record).toMatchObject({ response_id: wanted[0], account: "acme", cost: "0.000001" });
 
     // The holder's session dies (as when its pod is killed): the server
-    // releases the lock and the other replica exports what follows.
-    await sql`
-      SELECT pg_terminate_backend(pid) FROM pg_locks
-      WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()
-    `.execute(writers[0]!.db);
-    await until("b to lead", () => b.exporter.leading);
+    // releases the lock and the other replica exports what follows. A stays
+    // alive here and may win the lock back before B's next try (a loaded
+    // machine decides that race), so its session is ended again until B holds it.
+    const endHolderSession = () =>
+      sql`
+        SELECT pg_terminate_backend(pid) FROM pg_locks
+        WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()
+      `.execute(writers[0]!.db);
+    await endHolderSession();
+    await until("b to lead", async () => {
+      if (b.exporter.leading) return true;
+      if (a.exporter.leading) await endHolderSession();
+      return false;
+    });
     expect(a.exporter.leading).toBe(false);
     const second = Array.from({ length: 60 }, () => entry());
     await writeConcurrently(writers, second);
