@@ -327,6 +327,8 @@ export class BatchWorker {
           this.local.push(...leased);
         }
         while (this.local.length > 0 && running.size < this.pacer.limit && !this.stopped) {
+          if (this.pacer.spacingMs > 0) await this.pause(this.pacer.spacingMs);
+          if (running.size >= this.pacer.limit || this.stopped) break;
           const line = this.local.shift()!;
           const task: Promise<void> = this.runLine(db, line).finally(() => running.delete(task));
           running.add(task);
@@ -353,10 +355,8 @@ export class BatchWorker {
     return this.now() - this.lastEmptyLease >= this.options.pollMs;
   }
 
-  private pause(): Promise<void> {
-    return sleep(this.options.pollMs, undefined, { signal: this.abort.signal }).catch(
-      () => undefined,
-    );
+  private pause(ms = this.options.pollMs): Promise<void> {
+    return sleep(ms, undefined, { signal: this.abort.signal }).catch(() => undefined);
   }
 
   private async runLine(db: Kysely<Database>, line: LeasedLine): Promise<void> {

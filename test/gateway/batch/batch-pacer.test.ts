@@ -22,6 +22,20 @@ describe("BatchPacer", () => {
     expect(pacer.limit).toBe(4);
   });
 
+  it("spaces lines out while pressure lasts at one line in flight, and stops spacing once quiet", () => {
+    const pacer = new BatchPacer(2);
+    pacer.observe(1);
+    expect([pacer.limit, pacer.spacingMs]).toEqual([1, 0]);
+    pacer.observe(1);
+    expect(pacer.spacingMs).toBe(5);
+    pacer.observe(1);
+    expect(pacer.spacingMs).toBe(10);
+    for (let i = 0; i < 10; i++) pacer.observe(1);
+    expect(pacer.spacingMs).toBe(100);
+    pacer.observe(0);
+    expect([pacer.limit, pacer.spacingMs]).toEqual([2, 0]);
+  });
+
   it("refuses a maximum below one", () => {
     expect(() => new BatchPacer(0)).toThrow();
   });
