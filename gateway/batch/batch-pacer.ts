@@ -3,7 +3,7 @@
  * runtimes' idle capacity only. Every batch answer carries the runtime's
  * interactive pressure (api/runtime-wire.ts, `INTERACTIVE_LOAD_HEADER`):
  * while interactive requests wait or run there, or arrived within the last
- * second, the limit halves; while none do, it grows by one per answer up to
+ * 250 ms, the limit halves; while none do, it grows by one per answer up to
  * `max`, so an idle runtime is soon given as many lines as it batches in one
  * step. A steady interactive stream keeps it at one line in flight. Additive increase, multiplicative
  * decrease, as TCP's congestion window: a burst of interactive traffic takes

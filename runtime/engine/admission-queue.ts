@@ -29,7 +29,11 @@ export interface AdmissionOptions {
    * fill whole steps. Default 0.25.
    */
   batchShareWhileInteractive?: number | undefined;
-  /** Default 1000. */
+  /**
+   * Default 250: long enough to span the gaps of any steady interactive
+   * stream worth protecting, short enough that batch work takes whole steps
+   * again soon after the stream ends.
+   */
   interactiveQuietMs?: number | undefined;
   /** Milliseconds, monotonic; injectable for tests. */
   now?: (() => number) | undefined;
@@ -128,7 +132,7 @@ export class AdmissionQueue<J, R> {
   }
 
   private interactiveRecent(): boolean {
-    return this.now() - this.lastInteractiveAt < (this.options.interactiveQuietMs ?? 1000);
+    return this.now() - this.lastInteractiveAt < (this.options.interactiveQuietMs ?? 250);
   }
 
   /**

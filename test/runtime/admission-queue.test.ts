@@ -191,11 +191,11 @@ describe("AdmissionQueue", () => {
     const step = queue.take(32).map((a) => a.job);
     expect(step).toEqual(["i1", "b32", "b33", "b34", "b35", "b36", "b37", "b38", "b39"]);
     for (let i = 40; i < 80; i++) void queue.submit(`b${i}`, undefined, "batch");
-    // Still within a second of i1: a step without interactive requests is short too.
-    now = 900;
+    // Still within 250 ms of i1: a step without interactive requests is short too.
+    now = 240;
     expect(queue.take(32)).toHaveLength(8);
-    // A second after the last interactive arrival, batch work fills whole steps again.
-    now = 1000;
+    // 250 ms after the last interactive arrival, batch work fills whole steps again.
+    now = 260;
     expect(queue.take(32)).toHaveLength(32);
   });
 
@@ -225,9 +225,9 @@ describe("AdmissionQueue", () => {
     void queue.submit("i2");
     expect(queue.interactivePressure).toBe(2);
     for (const admitted of queue.take(2)) admitted.resolve("done");
-    now = 999;
+    now = 249;
     expect(queue.interactivePressure).toBe(1);
-    now = 1000;
+    now = 250;
     expect(queue.interactivePressure).toBe(0);
   });
 });
