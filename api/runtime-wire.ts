@@ -31,6 +31,14 @@ export const RESPONSE_ID_HEADER = "x-modelgate-response-id";
  */
 export const PRIORITY_HEADER = "x-modelgate-priority";
 
+/**
+ * On a runtime's answer to a batch request: how many interactive requests
+ * were waiting or running in the runtime as it answered, or 1 when none
+ * were but some arrived within the last 250 ms. The batch workers keep
+ * fewer lines in flight while it is above 0 (gateway/batch/batch-pacer.ts).
+ */
+export const INTERACTIVE_LOAD_HEADER = "x-modelgate-interactive-load";
+
 export interface Usage {
   inputTokens: number;
   outputTokens: number;

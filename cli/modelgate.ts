@@ -152,7 +152,10 @@ program
   .option("--valkey-ca-file <pem>", "CA certificates to trust for a rediss:// Valkey")
   .option("--replicas <n>", "gateway replicas; the limits are split by it while Valkey is down")
   .option("--body-limit-bytes <n>", "largest request body")
-  .option("--batch-workers <n>", "batch lines this replica runs at once; 0: none (default 4)")
+  .option(
+    "--batch-workers <n>",
+    "batch lines this replica keeps in flight at most; 0: none (default 32)",
+  )
   .option(
     "--batch-completion-window <s>",
     "seconds a batch has before its unfinished lines expire (default 86400)",

@@ -110,10 +110,12 @@ export const gatewayConfigSchema = z.object({
   replicas: positiveInt.max(1000).default(1),
   bodyLimitBytes: positiveInt.default(1024 * 1024),
   /**
-   * Batch lines this replica runs at once (docs/batch.md); 0: this replica
-   * runs no batch work, only serves the Files and Batch routes.
+   * Batch lines this replica keeps in flight at most (docs/batch.md), fewer
+   * while the runtimes have interactive work; 0: this replica runs no batch
+   * work, only serves the Files and Batch routes. The default is a runtime's
+   * default classification step (maxBatchSize), so an idle runtime gets full steps.
    */
-  batchWorkers: z.coerce.number().int().min(0).max(1024).default(4),
+  batchWorkers: z.coerce.number().int().min(0).max(1024).default(32),
   /** Seconds a batch has to finish before its unfinished lines expire (24 hours). */
   batchCompletionWindow: positiveInt.max(7 * 86_400).default(86_400),
   /** Seconds a leased batch line is a worker's before another may take it over. */

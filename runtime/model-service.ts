@@ -136,6 +136,11 @@ export class ModelService {
     return this.lane.admission.depth;
   }
 
+  /** What batch work makes way for (AdmissionQueue.interactivePressure). */
+  get interactivePressure(): number {
+    return this.lane.admission.interactivePressure;
+  }
+
   /** Requests the model is working on. */
   get inFlight(): number {
     return this.lane.admission.inFlight;

@@ -2,7 +2,11 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { sql, type Kysely } from "kysely";
 import type { BatchOutputLine } from "../../api/batches.js";
 import { newId } from "../../api/responses-response.js";
-import { PRIORITY_HEADER, RESPONSE_ID_HEADER } from "../../api/runtime-wire.js";
+import {
+  INTERACTIVE_LOAD_HEADER,
+  PRIORITY_HEADER,
+  RESPONSE_ID_HEADER,
+} from "../../api/runtime-wire.js";
 import { isCodedError } from "../../lib/coded-error.js";
 import { errorText } from "../../lib/error-text.js";
 import type { Logger } from "../../lib/logger.js";
@@ -13,6 +17,7 @@ import type { LedgerEntry } from "../store/ledger-entry.js";
 import { recordLedgerEntries } from "../store/usage-ledger.js";
 import type { Upstream } from "../upstream/forward.js";
 import { relayOf } from "../upstream/relay.js";
+import { BatchPacer } from "./batch-pacer.js";
 import { batchCostOf } from "./batch-pricing.js";
 import { validateLines } from "./batch-validation.js";
 import { sweepAbandonedUploads, writeGeneratedFile } from "./file-store.js";
@@ -26,11 +31,13 @@ import type { StoreHandle } from "./files.routes.js";
  * - validation: a `validating` batch is locked (`FOR UPDATE SKIP LOCKED`),
  *   its file checked line by line and written as `batch_lines`, in one
  *   transaction: a batch is validated once, whole, or not at all;
- * - lines: runners lease a few pending lines at a time (`FOR UPDATE SKIP
- *   LOCKED` with an expiry), run them against a runtime at batch priority,
- *   and write each result (and its usage, in the same transaction) only
- *   while the line is still pending and still theirs. A killed worker's
- *   leases expire and another takes the lines; a result is written once;
+ * - lines: a pump leases chunks of pending lines (`FOR UPDATE SKIP LOCKED`
+ *   with an expiry), runs them against a runtime at batch priority, as many
+ *   at once as the pacer allows (fewer while the runtime has interactive
+ *   work), and writes results in groups, each in one transaction with its
+ *   usage, and each result only while the line is still pending and still
+ *   this worker's. A killed worker's leases expire and another takes the
+ *   lines; a result is written once;
  * - finalization: a batch with nothing pending, past its window, or being
  *   cancelled is locked and finished in one transaction (output and error
  *   files, the final status).
@@ -43,13 +50,16 @@ export interface BatchWorkerOptions {
   registry: ModelRegistry;
   upstream: Upstream;
   logger: Logger;
-  /** Lines in flight in this replica at most: batch work fills idle capacity only. */
+  /**
+   * Lines in flight in this replica at most; the pacer keeps fewer while
+   * the runtimes have interactive work (batch work fills idle capacity only).
+   */
   concurrency: number;
   /** How long a leased line is this worker's before another may take it. */
   leaseMs: number;
   /** Pause of an idle runner before it looks for work again. */
   pollMs: number;
-  /** Lines a runner leases at once. */
+  /** Lines leased at once. */
   linesPerLease?: number;
   now?: () => number;
   /** Distinguishes this worker's leases (default: random). */
@@ -75,8 +85,13 @@ const OUTPUT_FILE_DAYS = 30;
 const RETRY_DELAY_MS = 1000;
 const SWEEP_EVERY_MS = 60_000;
 const ABANDONED_UPLOAD_MS = 60 * 60_000;
-/** Lines a runner leases at once: their results are written in one transaction. */
-const LINES_PER_LEASE = 8;
+/** Lines leased at once at most (twice the pacer's limit); the next chunk is leased while the last run. */
+const LINES_PER_LEASE = 64;
+/** ... and at least this many: paced down, a lease query per line or two would cost more than the lines. */
+const MIN_LEASE = 8;
+/** Results written in one transaction at most, and how long a partial group waits. */
+const WRITE_GROUP = 64;
+const WRITE_EVERY_MS = 50;
 
 export class BatchWorker {
   readonly id: string;
@@ -87,17 +102,25 @@ export class BatchWorker {
   /** When a lease last found nothing: idle runners then look once per poll between them. */
   private lastEmptyLease = Number.NEGATIVE_INFINITY;
   private readonly now: () => number;
+  private readonly pacer: BatchPacer;
+  /** Leased here and not yet running, in line order. */
+  private local: LeasedLine[] = [];
+  /** Run and not yet handed to the writer. */
+  private results: Array<[LeasedLine, Outcome]> = [];
+  /** The writer: one group's transaction after another. */
+  private writing: Promise<void> = Promise.resolve();
+  private lastWrite = 0;
 
   constructor(private readonly options: BatchWorkerOptions) {
     this.id = options.workerId ?? `worker-${randomHex(8)}`;
     this.now = options.now ?? Date.now;
+    this.pacer = new BatchPacer(Math.max(1, options.concurrency));
   }
 
   start(): void {
+    if (this.options.concurrency < 1) return;
     this.loops.push(this.loop("housekeeping", () => this.housekeeping()));
-    for (let i = 0; i < this.options.concurrency; i++) {
-      this.loops.push(this.loop(`runner ${i}`, () => this.runOnce()));
-    }
+    this.loops.push(this.pump());
   }
 
   /** Stops leasing, cancels what runs, and hands this worker's leases back at once. */
@@ -280,23 +303,89 @@ export class BatchWorker {
   }
 
   /**
-   * Leases a few lines, runs them one after another, and writes their
-   * results together: one transaction per lease rather than per line.
-   * True when there were any.
+   * Runs leased lines, as many at once as the pacer allows, leasing the next
+   * chunk before the last runs dry; results go to the writer as they come.
    */
-  private async runOnce(): Promise<boolean> {
-    if (!this.registryLoaded()) return false;
-    if (this.now() - this.lastEmptyLease < this.options.pollMs) return false;
-    const db = await this.options.store();
-    const leased = await this.lease(db, this.options.linesPerLease ?? LINES_PER_LEASE);
-    if (leased.length === 0) this.lastEmptyLease = this.now();
-    const outcomes: Array<[LeasedLine, Outcome]> = [];
-    for (const line of leased) {
-      if (this.stopped) break;
-      outcomes.push([line, await this.run(line)]);
+  private async pump(): Promise<void> {
+    const running = new Set<Promise<void>>();
+    while (!this.stopped) {
+      try {
+        if (!this.registryLoaded()) {
+          await this.pause();
+          continue;
+        }
+        const db = await this.options.store();
+        if (this.local.length < this.pacer.limit && this.leaseDue()) {
+          // Two steps' worth ahead at most: lines held while paced down to one
+          // in flight (a slow model) must not outlive their lease unrun.
+          const count = Math.min(
+            this.options.linesPerLease ?? LINES_PER_LEASE,
+            Math.max(MIN_LEASE, 2 * this.pacer.limit),
+          );
+          const leased = await this.lease(db, count);
+          if (leased.length === 0) this.lastEmptyLease = this.now();
+          this.local.push(...leased);
+        }
+        while (this.local.length > 0 && running.size < this.pacer.limit && !this.stopped) {
+          if (this.pacer.spacingMs > 0) await this.pause(this.pacer.spacingMs);
+          if (running.size >= this.pacer.limit || this.stopped) break;
+          const line = this.local.shift()!;
+          const task: Promise<void> = this.runLine(db, line).finally(() => running.delete(task));
+          running.add(task);
+        }
+        if (running.size > 0) {
+          await Promise.race(running);
+        } else {
+          // Nothing runs and nothing is leased: what is done is written, then a pause.
+          await this.flushResults(db);
+          await this.pause();
+        }
+      } catch (error) {
+        if (this.stopped) break;
+        this.options.logger.warn({ worker: this.id, err: errorText(error) }, "batch runner failed");
+        await this.pause();
+      }
     }
-    await this.record(db, outcomes);
-    return leased.length > 0;
+    await Promise.allSettled(running);
+    const db = await this.options.store().catch(() => null);
+    if (db) await this.flushResults(db);
+  }
+
+  private leaseDue(): boolean {
+    return this.now() - this.lastEmptyLease >= this.options.pollMs;
+  }
+
+  private pause(ms = this.options.pollMs): Promise<void> {
+    return sleep(ms, undefined, { signal: this.abort.signal }).catch(() => undefined);
+  }
+
+  private async runLine(db: Kysely<Database>, line: LeasedLine): Promise<void> {
+    const outcome = await this.run(line);
+    this.results.push([line, outcome]);
+    if (this.results.length >= WRITE_GROUP || this.now() - this.lastWrite >= WRITE_EVERY_MS) {
+      void this.flushResults(db);
+    }
+  }
+
+  /**
+   * Hands the results gathered so far to the writer: groups are written one
+   * after another, each in one transaction. A group that fails to write is
+   * not lost work: its lines are still leased to this worker, and once the
+   * lease expires another worker runs them again.
+   */
+  private flushResults(db: Kysely<Database>): Promise<void> {
+    const group = this.results.splice(0);
+    if (group.length === 0) return this.writing;
+    this.lastWrite = this.now();
+    this.writing = this.writing
+      .then(() => this.record(db, group))
+      .catch((error: unknown) => {
+        this.options.logger.warn(
+          { worker: this.id, lines: group.length, err: errorText(error) },
+          "batch results not written; the lines run again after their lease",
+        );
+      });
+    return this.writing;
   }
 
   async lease(db: Kysely<Database>, count: number): Promise<LeasedLine[]> {
@@ -319,42 +408,59 @@ export class BatchWorker {
         )
       RETURNING l.batch_id, l.line_no, l.custom_id, l.body, b.account, b.project, b.key_id
     `.execute(db);
-    return result.rows;
+    return result.rows.sort((a, b) => a.line_no - b.line_no);
   }
 
   /**
-   * Writes each result only while its line is still pending and still this
-   * worker's, with the usage of those written in the same transaction; a
-   * line to retry is handed back for a short while instead.
+   * Writes a group of results in one transaction and two statements: each
+   * result only while its line is still pending and still this worker's,
+   * and the usage of exactly those written; a line to retry is handed back
+   * for a short while instead.
    */
   private async record(db: Kysely<Database>, outcomes: Array<[LeasedLine, Outcome]>) {
     if (outcomes.length === 0) return;
+    const done = outcomes.filter(
+      (entry): entry is [LeasedLine, Extract<Outcome, { state: "completed" | "failed" }>] =>
+        entry[1].state !== "retry",
+    );
+    const retry = outcomes.filter(([, outcome]) => outcome.state === "retry");
     await db.transaction().execute(async (trx) => {
-      const ledger: LedgerEntry[] = [];
-      for (const [line, outcome] of outcomes) {
-        const mine = trx
-          .updateTable("batch_lines")
-          .where("batch_id", "=", line.batch_id)
-          .where("line_no", "=", line.line_no)
-          .where("lease_owner", "=", this.id)
-          .where("state", "=", "pending");
-        if (outcome.state === "retry") {
-          // Any worker may try it again after a short while.
-          await mine.set({ lease_until: new Date(this.now() + RETRY_DELAY_MS) }).execute();
-          continue;
-        }
-        const written = await mine
-          .set({
-            state: outcome.state,
-            result: JSON.stringify(outcome.line),
-            lease_owner: null,
-            lease_until: null,
-          })
-          .executeTakeFirst();
-        // Another worker took the line after this lease expired, or the batch
-        // ended: its result is not this one, and neither is its usage.
-        if (Number(written.numUpdatedRows) === 1 && outcome.ledger) ledger.push(outcome.ledger);
+      if (retry.length > 0) {
+        const lines = JSON.stringify(
+          retry.map(([line]) => ({ batch_id: line.batch_id, line_no: line.line_no })),
+        );
+        // Any worker may try them again after a short while.
+        await sql`
+          UPDATE batch_lines AS l SET lease_until = ${new Date(this.now() + RETRY_DELAY_MS)}
+          FROM json_to_recordset(${lines}::json) AS v(batch_id text, line_no integer)
+          WHERE l.batch_id = v.batch_id AND l.line_no = v.line_no
+            AND l.lease_owner = ${this.id} AND l.state = 'pending'
+        `.execute(trx);
       }
+      if (done.length === 0) return;
+      const rows = JSON.stringify(
+        done.map(([line, outcome]) => ({
+          batch_id: line.batch_id,
+          line_no: line.line_no,
+          state: outcome.state,
+          result: JSON.stringify(outcome.line),
+        })),
+      );
+      const written = await sql<{ batch_id: string; line_no: number }>`
+        UPDATE batch_lines AS l
+        SET state = v.state, result = v.result, lease_owner = NULL, lease_until = NULL
+        FROM json_to_recordset(${rows}::json)
+          AS v(batch_id text, line_no integer, state text, result text)
+        WHERE l.batch_id = v.batch_id AND l.line_no = v.line_no
+          AND l.lease_owner = ${this.id} AND l.state = 'pending'
+        RETURNING l.batch_id, l.line_no
+      `.execute(trx);
+      // A line not written was taken by another worker after this lease
+      // expired, or its batch ended: its result is not this one, nor its usage.
+      const mine = new Set(written.rows.map((row) => `${row.batch_id}:${row.line_no}`));
+      const ledger = done.flatMap(([line, outcome]) =>
+        outcome.ledger && mine.has(`${line.batch_id}:${line.line_no}`) ? [outcome.ledger] : [],
+      );
       await recordLedgerEntries(trx, ledger);
     });
   }
@@ -393,6 +499,7 @@ export class BatchWorker {
       if (isCodedError(error)) return failed(error.code, error.message);
       return { state: "retry" };
     }
+    this.pacer.observe(Number(answer.headers[INTERACTIVE_LOAD_HEADER] ?? 0) || 0);
     const relay = relayOf(answer.status, answer.headers, model.id);
     if (relay.kind === "error") return { state: "retry" };
     const response = {

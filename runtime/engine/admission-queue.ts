@@ -21,6 +21,20 @@ export interface AdmissionOptions {
   onLoad?: ((load: QueueLoad) => void) | undefined;
   /** Called with the seconds each request waited before its executor took it. */
   onAdmit?: ((waitedSeconds: number) => void) | undefined;
+  /**
+   * While interactive requests arrived in the last `interactiveQuietMs`, a
+   * step takes batch requests for at most this share of its room (at least
+   * one): an interactive request arriving mid-step then waits for a short
+   * step, not a full one. Once interactive traffic is quiet, batch requests
+   * fill whole steps. Default 0.25.
+   */
+  batchShareWhileInteractive?: number | undefined;
+  /**
+   * Default 250: long enough to span the gaps of any steady interactive
+   * stream worth protecting, short enough that batch work takes whole steps
+   * again soon after the stream ends.
+   */
+  interactiveQuietMs?: number | undefined;
   /** Milliseconds, monotonic; injectable for tests. */
   now?: (() => number) | undefined;
 }
@@ -77,7 +91,10 @@ export class AdmissionQueue<J, R> {
   /** The batch lane: taken from only while `waiting` is empty. */
   private readonly batchWaiting: Waiting<J, R>[] = [];
   private admitted = 0;
+  /** Of `admitted`, those from the interactive lane. */
+  private admittedInteractive = 0;
   private closed = false;
+  private lastInteractiveAt = Number.NEGATIVE_INFINITY;
   private wake: (() => void) | null = null;
   private readonly now: () => number;
 
@@ -96,6 +113,28 @@ export class AdmissionQueue<J, R> {
     return this.admitted;
   }
 
+  /** Interactive requests waiting or admitted. */
+  get interactiveLoad(): number {
+    return this.waiting.length + this.admittedInteractive;
+  }
+
+  /**
+   * What batch work must make way for: the interactive load, or 1 while
+   * none is here but some arrived within `interactiveQuietMs` (at a steady
+   * rate the next one is due within a step). Runtimes send it on batch
+   * answers, so the workers stay paced down for as long as interactive
+   * traffic lasts, not only while a request happens to wait.
+   */
+  get interactivePressure(): number {
+    const load = this.interactiveLoad;
+    if (load > 0) return load;
+    return this.interactiveRecent() ? 1 : 0;
+  }
+
+  private interactiveRecent(): boolean {
+    return this.now() - this.lastInteractiveAt < (this.options.interactiveQuietMs ?? 250);
+  }
+
   /**
    * Names the one executor that takes from this queue. `wake` is called after
    * every arrival; the executor decides whether it has room now.
@@ -112,6 +151,7 @@ export class AdmissionQueue<J, R> {
     if (lane.length >= this.options.maxQueue) {
       return Promise.reject(RuntimeErrors.overloaded(1));
     }
+    if (priority === "interactive") this.lastInteractiveAt = this.now();
     return new Promise<R>((resolve, reject) => {
       const entry: Waiting<J, R> = {
         job,
@@ -143,20 +183,33 @@ export class AdmissionQueue<J, R> {
     return (this.waiting[0] ?? this.batchWaiting[0])?.job;
   }
 
-  /** Admits up to `max` waiting requests: interactive ones oldest first, then batch ones. */
+  /**
+   * Admits up to `max` waiting requests: interactive ones oldest first, then
+   * batch ones, fewer of them while interactive traffic is about.
+   */
   take(max: number): Admitted<J, R>[] {
     const room = Math.max(0, max);
-    const taken = this.waiting.splice(0, room);
-    if (taken.length < room) taken.push(...this.batchWaiting.splice(0, room - taken.length));
-    if (taken.length === 0) return [];
+    const interactive = this.waiting.splice(0, room);
+    const batch = this.batchWaiting.splice(
+      0,
+      Math.min(room - interactive.length, this.batchRoom(room)),
+    );
+    if (interactive.length + batch.length === 0) return [];
     const now = this.now();
-    const admitted = taken.map((entry) => {
+    const admit = (isInteractive: boolean) => (entry: Waiting<J, R>) => {
       if (entry.onAbort) entry.signal?.removeEventListener("abort", entry.onAbort);
       this.options.onAdmit?.((now - entry.arrivedAt) / 1000);
-      return this.admit(entry);
-    });
+      return this.admit(entry, isInteractive);
+    };
+    const admitted = [...interactive.map(admit(true)), ...batch.map(admit(false))];
     this.report();
     return admitted;
+  }
+
+  private batchRoom(room: number): number {
+    if (!this.interactiveRecent()) return room;
+    const share = this.options.batchShareWhileInteractive ?? 0.25;
+    return Math.min(room, Math.max(1, Math.floor(room * share)));
   }
 
   /** Stops taking requests (503); those already waiting still run. */
@@ -164,13 +217,15 @@ export class AdmissionQueue<J, R> {
     this.closed = true;
   }
 
-  private admit(entry: Waiting<J, R>): Admitted<J, R> {
+  private admit(entry: Waiting<J, R>, interactive: boolean): Admitted<J, R> {
     this.admitted++;
+    if (interactive) this.admittedInteractive++;
     let settled = false;
     const settle = (finish: () => void) => {
       if (settled) return;
       settled = true;
       this.admitted--;
+      if (interactive) this.admittedInteractive--;
       this.report();
       finish();
     };

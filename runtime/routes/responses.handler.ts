@@ -2,7 +2,7 @@ import type { FastifyReply } from "fastify";
 import type { ResponsesRequest } from "../../api/responses-request.js";
 import { entityAnswer } from "../../api/entity-answer.js";
 import { completedResponse } from "../../api/responses-response.js";
-import { USAGE_HEADERS } from "../../api/runtime-wire.js";
+import { INTERACTIVE_LOAD_HEADER, USAGE_HEADERS } from "../../api/runtime-wire.js";
 import type { RuntimeContext } from "../context.js";
 import type { ModelService } from "../model-service.js";
 import { priorityOf } from "./priority.js";
@@ -22,7 +22,12 @@ export async function respondToRequest(
   signal: AbortSignal,
 ): Promise<unknown> {
   const responseId = adoptResponseId(reply);
-  const result = await service.respond(body, signal, priorityOf(reply.request));
+  const priority = priorityOf(reply.request);
+  const result = await service.respond(body, signal, priority);
+  // The batch workers pace themselves by it: fewer lines while interactive work is here.
+  if (priority === "batch") {
+    reply.header(INTERACTIVE_LOAD_HEADER, String(service.interactivePressure));
+  }
   const seconds = (context.now() - arrivedAt) / 1000;
   context.metrics.duration.observe({ task: result.task }, seconds);
 

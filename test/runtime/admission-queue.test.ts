@@ -179,4 +179,55 @@ describe("AdmissionQueue", () => {
     admitted?.resolve("done");
     expect(await waiting).toBe("done");
   });
+
+  it("while interactive traffic is recent, gives batch requests a quarter of a step; once quiet, whole steps", () => {
+    let now = 0;
+    const queue = new AdmissionQueue<string, string>({ maxQueue: 100, now: () => now });
+    for (let i = 0; i < 40; i++) void queue.submit(`b${i}`, undefined, "batch");
+    // No interactive request yet: batch work fills the whole step.
+    expect(queue.take(32)).toHaveLength(32);
+    void queue.submit("i1");
+    now = 10;
+    const step = queue.take(32).map((a) => a.job);
+    expect(step).toEqual(["i1", "b32", "b33", "b34", "b35", "b36", "b37", "b38", "b39"]);
+    for (let i = 40; i < 80; i++) void queue.submit(`b${i}`, undefined, "batch");
+    // Still within 250 ms of i1: a step without interactive requests is short too.
+    now = 240;
+    expect(queue.take(32)).toHaveLength(8);
+    // 250 ms after the last interactive arrival, batch work fills whole steps again.
+    now = 260;
+    expect(queue.take(32)).toHaveLength(32);
+  });
+
+  it("counts interactive requests waiting or admitted as its interactive load, batch ones not", () => {
+    const queue = new AdmissionQueue<string, string>({ maxQueue: 10 });
+    void queue.submit("b1", undefined, "batch");
+    void queue.submit("i1");
+    void queue.submit("i2");
+    expect(queue.interactiveLoad).toBe(2);
+    const [first, ...rest] = queue.take(2);
+    expect(first!.job).toBe("i1");
+    expect(queue.interactiveLoad).toBe(2);
+    first!.resolve("done");
+    expect(queue.interactiveLoad).toBe(1);
+    for (const admitted of rest) admitted.resolve("done");
+    expect(queue.interactiveLoad).toBe(0);
+    const [batch] = queue.take(1);
+    expect(batch!.job).toBe("b1");
+    expect(queue.interactiveLoad).toBe(0);
+  });
+
+  it("reports interactive pressure while interactive traffic is recent, even with none waiting", () => {
+    let now = 0;
+    const queue = new AdmissionQueue<string, string>({ maxQueue: 10, now: () => now });
+    expect(queue.interactivePressure).toBe(0);
+    void queue.submit("i1");
+    void queue.submit("i2");
+    expect(queue.interactivePressure).toBe(2);
+    for (const admitted of queue.take(2)) admitted.resolve("done");
+    now = 249;
+    expect(queue.interactivePressure).toBe(1);
+    now = 250;
+    expect(queue.interactivePressure).toBe(0);
+  });
 });

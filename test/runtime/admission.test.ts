@@ -190,6 +190,55 @@ describe("classification batches, fed by the admission queue (tiny-nli)", () => 
   });
 });
 
+describe("the batch lane in front of a real classifier (tiny-nli)", () => {
+  it("interactive requests overtake queued batch lines, and share a step with few of them", async () => {
+    const model = await load("tiny-nli");
+    if (model.task !== "zero-shot-classification") throw new Error("not a classifier");
+    const real = model.classifier;
+    const seen: string[][] = [];
+    const recording: ZeroShotClassifier = {
+      method: real.method,
+      prepare: (r) => real.prepare(r),
+      runBatch: (batch) => {
+        seen.push(batch.map((p) => p.labels.join(",")));
+        return real.runBatch(batch);
+      },
+    };
+    const service = new ModelService(
+      { ...model, classifier: recording },
+      { ...DEFAULT_THROUGHPUT, maxBatchSize: 4, batchWindowMs: 0, maxQueue: 16 },
+      createRuntimeMetrics({ model: "tiny-nli" }),
+      Math.random,
+    );
+    const ask = (label: string, priority: "interactive" | "batch") =>
+      service.respond(
+        request("tiny-nli", { input: "The team won the match", categories: [label] }),
+        undefined,
+        priority,
+      );
+    try {
+      // The first batch line runs at once; the rest wait behind it, then two interactive ones arrive.
+      const lines = Array.from({ length: 9 }, (_, n) => ask(`b${n}`, "batch"));
+      const interactive = [ask("i0", "interactive"), ask("i1", "interactive")];
+      await Promise.all([...lines, ...interactive]);
+      expect(seen[0]).toEqual(["b0"]);
+      // Next step: both interactive requests first, whenever they arrived, and a quarter
+      // of the step's room (one) for batch lines while interactive traffic is about.
+      expect(seen[1]).toEqual(["i0", "i1", "b1"]);
+      expect(seen.slice(2).every((step) => step.length === 1)).toBe(true);
+      expect(seen.flat().sort()).toEqual(
+        [...lines.keys()]
+          .map((n) => `b${n}`)
+          .concat("i0", "i1")
+          .sort(),
+      );
+    } finally {
+      service.close();
+      await model.session.release();
+    }
+  });
+});
+
 describe("one admission home for every executor", () => {
   const cases = [
     ["tiny-gpt", DecodeScheduler, { input: "Hello there", max_output_tokens: 8 }],

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { INTERACTIVE_LOAD_HEADER, PRIORITY_HEADER } from "../../api/runtime-wire.js";
 import { fixtureFolder, startRuntime, type RunningRuntime } from "./support/runtime-server.js";
 
 type Scores = Record<string, number>;
@@ -51,6 +52,22 @@ describe("zero-shot classification (NLI) through the runtime's HTTP server", () 
     expect(body.sports).toBeGreaterThan(0.5);
     expect(body.cooking).toBeGreaterThan(0.5);
     expect(Object.values(body).reduce((a, b) => a + b, 0)).toBeGreaterThan(1.2);
+  });
+
+  it("tells a batch answer, and only a batch answer, the interactive load it answered beside", async () => {
+    const body = { model: "tiny-nli", input: SPORT, categories: LABELS };
+    // One step: the interactive requests first, the batch line in the same step's batch share.
+    const [batch, ...interactive] = await Promise.all([
+      runtime.post(body, { [PRIORITY_HEADER]: "batch" }),
+      runtime.post(body),
+      runtime.post(body),
+    ]);
+    expect((await scores(batch)).sports).toBeGreaterThan(0.8);
+    expect(batch.headers.get(INTERACTIVE_LOAD_HEADER)).toMatch(/^\d+$/);
+    for (const response of interactive) {
+      expect(response.status).toBe(200);
+      expect(response.headers.get(INTERACTIVE_LOAD_HEADER)).toBeNull();
+    }
   });
 
   it("takes labels from instructions, comma-separated or in brackets", async () => {

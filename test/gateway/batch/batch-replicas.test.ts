@@ -111,7 +111,9 @@ describe("batch workers in several gateway processes", () => {
     const a = await startGateway();
     const b = await startGateway();
     const client = openaiClient(a.url, key.key);
-    const lines = Array.from({ length: 300 }, (_, n) => nliLine(n));
+    // Enough lines that the batch is still running when A dies: two lines in flight
+    // per gateway run hundreds a second with grouped writes.
+    const lines = Array.from({ length: 1000 }, (_, n) => nliLine(n));
     const created = await submit(client, lines);
     await waitFor(client, created.id, (batch) => batch.request_counts!.completed >= 20, 60_000);
     // Lines leased when A dies: its leases expire after 2 s and B takes them.
@@ -125,16 +127,16 @@ describe("batch workers in several gateway processes", () => {
     await a.process.kill();
     const progressBefore = (await openaiClient(b.url, key.key).batches.retrieve(created.id))
       .request_counts!;
-    expect(progressBefore.completed).toBeLessThan(300);
+    expect(progressBefore.completed).toBeLessThan(1000);
     expect(leasedAtKill.length).toBeGreaterThan(0);
-    await expectExactlyOnce(openaiClient(b.url, key.key), created.id, 300);
+    await expectExactlyOnce(openaiClient(b.url, key.key), created.id, 1000);
     await b.process.kill();
   }, 180_000);
 
   it("a batch survives the death of every gateway and resumes in the next", async () => {
     const first = await startGateway();
     const client = openaiClient(first.url, key.key);
-    const lines = Array.from({ length: 200 }, (_, n) => nliLine(n));
+    const lines = Array.from({ length: 1000 }, (_, n) => nliLine(n));
     const created = await submit(client, lines);
     await waitFor(client, created.id, (batch) => batch.request_counts!.completed >= 10, 60_000);
     await first.process.kill();
@@ -146,7 +148,7 @@ describe("batch workers in several gateway processes", () => {
       .executeTakeFirstOrThrow();
     expect(stalled.status).toBe("in_progress");
     const next = await startGateway();
-    await expectExactlyOnce(openaiClient(next.url, key.key), created.id, 200);
+    await expectExactlyOnce(openaiClient(next.url, key.key), created.id, 1000);
     await next.process.stop();
   }, 180_000);
 });
