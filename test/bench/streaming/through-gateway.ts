@@ -23,7 +23,9 @@ import { startGateway } from "../gateway/processes.js";
  * Each round sends one batch of N concurrent streams directly and one through
  * the gateway, alternating which side goes first; a side's p50 is taken over
  * every first token it measured, and the per-round difference of p50s is
- * reported as the spread.
+ * reported as the spread. Beside it, the gateway's CPU time per stream (from
+ * /proc, all its threads, the whole stream: relay, billing, storing): the
+ * part of its cost that the load of a shared machine does not blur.
  */
 export interface GatewayStreamingOptions {
   rounds: number;
@@ -95,32 +97,47 @@ async function firstDeltaMs(
   return first;
 }
 
+interface Measured {
+  direct: number[];
+  through: number[];
+  perRound: number[];
+  /** The gateway's CPU seconds (all threads) over the through batches, per stream. */
+  gatewayCpuPerStream: number;
+}
+
 async function measure(
   agent: Agent,
   direct: string,
-  through: string,
+  gateway: Child,
   apiKey: string,
   clients: number,
   rounds: number,
-): Promise<{ direct: number[]; through: number[]; perRound: number[] }> {
+): Promise<Measured> {
   const result = { direct: [] as number[], through: [] as number[], perRound: [] as number[] };
+  let gatewayCpu = 0;
   const batch = (origin: string, headers: Record<string, string>) =>
     Promise.all(Array.from({ length: clients }, () => firstDeltaMs(agent, origin, headers)));
+  const throughBatch = async () => {
+    const before = await gateway.cpuSeconds();
+    const firsts = await batch(gateway.url, { "x-api-key": apiKey });
+    gatewayCpu += (await gateway.cpuSeconds()) - before;
+    return firsts;
+  };
   for (let i = 0; i < rounds; i++) {
     let d: number[];
     let t: number[];
     if (i % 2 === 0) {
       d = await batch(direct, {});
-      t = await batch(through, { "x-api-key": apiKey });
+      t = await throughBatch();
     } else {
-      t = await batch(through, { "x-api-key": apiKey });
+      t = await throughBatch();
       d = await batch(direct, {});
     }
     result.direct.push(...d);
     result.through.push(...t);
     result.perRound.push(median(t) - median(d));
   }
-  return result;
+  return { ...result, gatewayCpuPerStream: gatewayCpu / (rounds * clients) };
 }
 
 export async function gatewayStreamingSection(options: GatewayStreamingOptions): Promise<Row[]> {
@@ -147,12 +164,12 @@ export async function gatewayStreamingSection(options: GatewayStreamingOptions):
     gateway = await startGateway(setup, null);
     const run = async (layout: string) => {
       // Warm: JIT, connections on both sides, the ledger's first writes.
-      await measure(agent, runtime.url, gateway!.url, setup.apiKey, maxClients, 4);
+      await measure(agent, runtime.url, gateway!, setup.apiKey, maxClients, 4);
       for (const clients of options.clients) {
         const m = await measure(
           agent,
           runtime.url,
-          gateway!.url,
+          gateway!,
           setup.apiKey,
           clients,
           options.rounds * (clients === 1 ? 6 : 2),
@@ -161,7 +178,7 @@ export async function gatewayStreamingSection(options: GatewayStreamingOptions):
         const verdict = layout === "pinned" ? (added < 1 ? " PASS" : " MISS") : "";
         rows.push([
           `gateway ${layout}, ${clients} client(s): first token`,
-          `direct ${median(m.direct).toFixed(2)} ms, through ${median(m.through).toFixed(2)} ms`,
+          `direct ${median(m.direct).toFixed(2)} ms, through ${median(m.through).toFixed(2)} ms; gateway CPU ${(m.gatewayCpuPerStream * 1000).toFixed(2)} ms per whole stream`,
           `+${added.toFixed(2)} ms (per round ${spread(m.perRound)})${verdict}${layout === "pinned" ? " (< 1 ms at p50)" : " (informative)"}`,
         ]);
       }
