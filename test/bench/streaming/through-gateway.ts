@@ -30,18 +30,22 @@ import { startGateway } from "../gateway/processes.js";
 export interface GatewayStreamingOptions {
   rounds: number;
   clients: readonly number[];
+  /** `store: false` on every request (`--no-store`): the relay without the stored response's write. */
+  store: boolean;
 }
 
 export type Row = [string, string, string];
 
 const MODEL = "tiny-gpt";
-const BODY = JSON.stringify({
-  model: MODEL,
-  input: "Hello",
-  temperature: 0,
-  max_output_tokens: 8,
-  stream: true,
-});
+const bodyOf = (store: boolean) =>
+  JSON.stringify({
+    model: MODEL,
+    input: "Hello",
+    temperature: 0,
+    max_output_tokens: 8,
+    stream: true,
+    ...(store ? {} : { store: false }),
+  });
 
 /** The bench's InferenceModel: a text-generation model whose endpoint is the runtime child. */
 function modelYaml(runtimeUrl: string): string {
@@ -72,6 +76,7 @@ async function firstDeltaMs(
   agent: Agent,
   origin: string,
   headers: Record<string, string>,
+  body: string,
 ): Promise<number> {
   const started = performance.now();
   const response = await agent.request({
@@ -79,7 +84,7 @@ async function firstDeltaMs(
     path: "/v1/responses",
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
-    body: BODY,
+    body,
   });
   if (response.statusCode !== 200) {
     throw new Error(`${origin}: ${response.statusCode} ${await response.body.text()}`);
@@ -112,11 +117,12 @@ async function measure(
   apiKey: string,
   clients: number,
   rounds: number,
+  body: string,
 ): Promise<Measured> {
   const result = { direct: [] as number[], through: [] as number[], perRound: [] as number[] };
   let gatewayCpu = 0;
   const batch = (origin: string, headers: Record<string, string>) =>
-    Promise.all(Array.from({ length: clients }, () => firstDeltaMs(agent, origin, headers)));
+    Promise.all(Array.from({ length: clients }, () => firstDeltaMs(agent, origin, headers, body)));
   const throughBatch = async () => {
     const before = await gateway.cpuSeconds();
     const firsts = await batch(gateway.url, { "x-api-key": apiKey });
@@ -142,6 +148,7 @@ async function measure(
 
 export async function gatewayStreamingSection(options: GatewayStreamingOptions): Promise<Row[]> {
   const rows: Row[] = [];
+  const body = bodyOf(options.store);
   const maxClients = Math.max(...options.clients);
   const runtime = await startRuntimeProcess({
     path: await fixtureFolder(MODEL),
@@ -164,7 +171,7 @@ export async function gatewayStreamingSection(options: GatewayStreamingOptions):
     gateway = await startGateway(setup, null);
     const run = async (layout: string) => {
       // Warm: JIT, connections on both sides, the ledger's first writes.
-      await measure(agent, runtime.url, gateway!, setup.apiKey, maxClients, 4);
+      await measure(agent, runtime.url, gateway!, setup.apiKey, maxClients, 4, body);
       for (const clients of options.clients) {
         const m = await measure(
           agent,
@@ -173,11 +180,12 @@ export async function gatewayStreamingSection(options: GatewayStreamingOptions):
           setup.apiKey,
           clients,
           options.rounds * (clients === 1 ? 6 : 2),
+          body,
         );
         const added = median(m.through) - median(m.direct);
         const verdict = layout === "pinned" ? (added < 1 ? " PASS" : " MISS") : "";
         rows.push([
-          `gateway ${layout}, ${clients} client(s): first token`,
+          `gateway ${layout}${options.store ? "" : " store:false"}, ${clients} client(s): first token`,
           `direct ${median(m.direct).toFixed(2)} ms, through ${median(m.through).toFixed(2)} ms; gateway CPU ${(m.gatewayCpuPerStream * 1000).toFixed(2)} ms per whole stream`,
           `+${added.toFixed(2)} ms (per round ${spread(m.perRound)})${verdict}${layout === "pinned" ? " (< 1 ms at p50)" : " (informative)"}`,
         ]);
