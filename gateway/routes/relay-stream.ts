@@ -47,6 +47,19 @@ export interface StreamRelayDeps extends StoredDeps {
   metering: MeteringParts;
 }
 
+/**
+ * A frame's event type, read from its first line as the runtime writes it
+ * (`event:` first); any other layout is read whole. Only the terminal event's
+ * data is parsed: the others pass through as bytes.
+ */
+function eventTypeOf(frame: string): string | null {
+  if (frame.startsWith("event: ")) {
+    const end = frame.indexOf("\n");
+    return frame.slice(7, end < 0 ? undefined : end);
+  }
+  return parseFrame(frame).event;
+}
+
 /** Parses the terminal event; null when it is not one this API sends. */
 function terminalEvent(data: string | null): StreamEvent | null {
   if (data === null) return null;
@@ -148,14 +161,9 @@ export async function relayStream(
       const decoder = new StringDecoder("utf8");
       let relayed = 0;
       let ended = false;
-      const relay = async (frame: string) => {
-        const { event, data } = parseFrame(frame);
-        if (event === null || !isTerminalEventType(event)) {
-          send(frame);
-          relayed++;
-          return;
-        }
-        const terminal = terminalEvent(data);
+      // The terminal event: billed, stamped with the settled usage and stored before it leaves.
+      const relayTerminal = async (frame: string, event: string) => {
+        const terminal = terminalEvent(parseFrame(frame).data);
         const usage = terminal && usageOf(terminal);
         if (!terminal || !("response" in terminal)) throw new Error(`unreadable ${event} event`);
         ended = true;
@@ -195,7 +203,21 @@ export async function relayStream(
         });
       try {
         for await (const chunk of answer.body as AsyncIterable<Buffer>) {
-          for (const frame of reader.push(decoder.write(chunk))) await relay(frame);
+          // Every event a chunk completes leaves in one write, as it came:
+          // one packet to the client rather than one per event.
+          let passing = "";
+          for (const frame of reader.push(decoder.write(chunk))) {
+            const event = eventTypeOf(frame);
+            if (event === null || !isTerminalEventType(event)) {
+              passing += frame;
+              relayed++;
+              continue;
+            }
+            if (passing) send(passing);
+            passing = "";
+            await relayTerminal(frame, event);
+          }
+          if (passing) send(passing);
         }
       } catch (error) {
         request.log.error(

@@ -90,33 +90,37 @@ export async function streamResponse(
   const out = new PassThrough();
   // A client gone mid-stream destroys `out`; the sequence is stopped by the abort signal.
   out.on("error", () => {});
+  // A list of events leaves in one write: one packet, one wake-up of the reader.
   const write = (list: StreamEvent[]) => {
-    if (out.destroyed || out.writableEnded) return;
-    for (const event of list) out.write(sseFrame(event));
+    if (out.destroyed || out.writableEnded || list.length === 0) return;
+    let frames = "";
+    for (const event of list) frames += sseFrame(event);
+    out.write(frames);
   };
   let opened = false;
-  const open = () => {
-    if (opened) return;
+  /** The opening events on the first call (and the headers with them); none after. */
+  const open = (): StreamEvent[] => {
+    if (opened) return [];
     opened = true;
     reply
       .code(200)
       .header("content-type", "text/event-stream; charset=utf-8")
       .header("cache-control", "no-cache")
       .send(out);
-    write(events.open());
+    return events.open();
   };
 
   const cancel = new AbortController();
   streams.add(responseId, cancel);
   try {
     const outcome = await service.generate(body, AbortSignal.any([signal, cancel.signal]), (id) => {
-      open();
+      const opening = open();
       const piece = text.push(id);
-      if (piece) write([events.delta(piece)]);
+      write(piece ? [...opening, events.delta(piece)] : opening);
     });
-    open();
+    const opening = open();
     const rest = text.finish(outcome.text);
-    if (rest) write([events.delta(rest)]);
+    write(rest ? [...opening, events.delta(rest)] : opening);
     context.metrics.inputTokens.inc(outcome.inputTokens);
     context.metrics.outputTokens.inc(outcome.outputTokens);
     context.metrics.duration.observe(

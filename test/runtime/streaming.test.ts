@@ -84,6 +84,19 @@ describe("streaming from the runtime", () => {
     expect((events.at(-1)!.data.response as { id: string }).id).toBe(id);
   });
 
+  it("sends the opening events with the first delta, so that the first read holds the first token", async () => {
+    const response = await gpt.post({ ...greedy, max_output_tokens: 8, stream: true });
+    const decoder = new TextDecoder();
+    const chunks: string[] = [];
+    for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
+      chunks.push(decoder.decode(chunk, { stream: true }));
+    }
+    // Later events may share the read; only its complete frames are read.
+    const complete = chunks[0]!.slice(0, chunks[0]!.lastIndexOf("\n\n") + 2);
+    const first = parseEventStream(complete).map((e) => e.data.type);
+    expect(first.slice(0, 5)).toEqual(expectedOrder(1, "").slice(0, 5));
+  });
+
   it("answers a request over the token limit with an ordinary 420, not a stream", async () => {
     const response = await gpt.post({ ...greedy, input: "word ".repeat(200), stream: true });
     expect(response.status).toBe(420);
