@@ -4,6 +4,7 @@ import { PAY_ACCOUNT } from "../../../gateway/metering/to-ledger.js";
 import { GEN, NLI } from "../conformance/support.js";
 import { startPlatform, type Platform } from "../support/platform.js";
 import { useStoreEngines, type StoreEngineHarness } from "../store/engines.js";
+import { until } from "../../support/until.js";
 
 /**
  * The real gateway, its journals and its ledger, on the embedded default
@@ -30,15 +31,6 @@ async function answered(response: Response, route: string): Promise<Answered> {
 async function ledgerRows(platform: Platform = p) {
   const db = await platform.components.store.db();
   return db.selectFrom("usage_ledger").selectAll().orderBy("response_id").execute();
-}
-
-async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 async function platformOn(engine: StoreEngineHarness): Promise<Platform> {

@@ -6,6 +6,7 @@ import { replayJournals, splitCompleteLines } from "../../../gateway/outbox/jour
 import { journalPath } from "../../../gateway/outbox/outbox-journals.js";
 import type { Database } from "../../../gateway/store/database.js";
 import { freePort } from "../../support/free-port.js";
+export { until } from "../../support/until.js";
 import { startPostgresServer, type PostgresServer } from "../../support/postgres-server.js";
 import { startRedisServer, type RedisServer } from "../../support/redis-server.js";
 import { startServiceProcess, type ServiceProcess } from "../../support/service-process.js";
@@ -189,20 +190,6 @@ export async function ledgerTotals(db: Kysely<Database>, account?: string): Prom
     inputTokens: Number(row.input_tokens),
     outputTokens: Number(row.output_tokens),
   };
-}
-
-/** Polls `read` until `done` holds or `timeoutMs` passes; returns the last value read. */
-export async function until<T>(
-  read: () => Promise<T>,
-  done: (value: T) => boolean,
-  timeoutMs = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 /**

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { completionsUsagePageSchema } from "../../../api/usage.js";
 import { startPlatform, type Platform } from "../support/platform.js";
+import { until } from "../../support/until.js";
 
 /**
  * Cached input tokens from the runtime to the ledger and the usage API: the
@@ -17,15 +18,6 @@ afterAll(async () => p?.close());
 interface Usage {
   input_tokens: number;
   input_tokens_details: { cached_tokens: number };
-}
-
-async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 describe("cached input tokens in the ledger and the usage API", () => {

@@ -5,6 +5,7 @@ import { costOf } from "../../../gateway/metering/cost.js";
 import { GEN } from "../conformance/support.js";
 import { startPlatform, type Platform } from "../support/platform.js";
 import { useStoreEngines } from "../store/engines.js";
+import { until } from "../../support/until.js";
 
 /**
  * The usage endpoints behind the real gateway, on the embedded ledger and
@@ -17,15 +18,6 @@ const PRICES = { inputPerMillionTokens: "2.5", outputPerMillionTokens: "10" };
 interface Served {
   id: string;
   usage: { input_tokens: number; output_tokens: number };
-}
-
-async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 /** Every answer is checked against the schema the OpenAPI document publishes. */
