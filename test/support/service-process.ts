@@ -16,6 +16,8 @@ export interface ServiceProcess {
   stop(): Promise<number | null>;
   /** SIGKILL: a crash, nothing released. */
   kill(): Promise<void>;
+  /** Whether `kill()` ended it: a crash the test caused, not one to report. */
+  readonly killedByTest: boolean;
 }
 
 export interface ServiceProcessOptions {
@@ -63,10 +65,14 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
     }
     await new Promise((r) => setTimeout(r, 100));
   }
+  let killedByTest = false;
   return {
     child,
     logs,
     exited,
+    get killedByTest() {
+      return killedByTest;
+    },
     async stop() {
       if (child.exitCode === null) child.kill("SIGTERM");
       // A graceful stop that hangs is a failure to see in the logs, not a hung test run.
@@ -76,7 +82,10 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
       return code;
     },
     async kill() {
-      if (child.exitCode === null) child.kill("SIGKILL");
+      if (child.exitCode === null) {
+        killedByTest = true;
+        child.kill("SIGKILL");
+      }
       await exited;
     },
   };

@@ -121,14 +121,14 @@ export async function startReplicaSet(options: {
   return { postgres, redis, platform, databaseUrl, db: ledgerDb(databaseUrl) };
 }
 
-/** Stops all of it, after saying why any replica that died during the test exited. */
+/** Stops all of it, after saying why any replica that died on its own during the test exited. */
 export async function stopReplicaSet(
   set: ReplicaSet | undefined,
   replicas: readonly Replica[],
 ): Promise<void> {
   for (const r of replicas) {
     const code = r.process.child.exitCode ?? r.process.child.signalCode;
-    if (code !== null && code !== 0)
+    if (code !== null && code !== 0 && !r.process.killedByTest)
       console.error(
         `replica ${r.index} exited (${code}):\n${r.process.logs.slice(-20).join("\n")}`,
       );
