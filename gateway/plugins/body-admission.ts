@@ -63,10 +63,11 @@ export const compileBodySchema: FastifySchemaCompiler<unknown> = ({ schema }) =>
 /**
  * `preValidation`: a body that could not be read as JSON was kept aside by
  * the content-type parser (json-body.ts), so that a payment signature is
- * checked first; it is raised here, after authentication, before validation.
+ * checked first; it is raised here, after authentication, before validation,
+ * on the routes that read a body.
  */
 export const raiseBodyProblem: preValidationHookHandler = (request, _reply, done) => {
-  done(request.bodyProblem);
+  done(routeConfigOf(request).body === "ignored" ? undefined : request.bodyProblem);
 };
 
 /** `preHandler`, first: the model the admitted body was validated against. */

@@ -36,6 +36,14 @@ export interface GatewayRouteConfig {
    * request timeout, as for every small JSON body.
    */
   bodyTimeout?: "upload";
+  /**
+   * `ignored`: the route reads no body (a DELETE, a cancel), so whatever
+   * arrives is not judged: the official Python client sends
+   * `Content-Type: application/json` with an empty body on every such call.
+   * Set from the route's spec when it is registered. Default: a body that is
+   * not JSON is a 400, raised before validation.
+   */
+  body?: "ignored";
 }
 
 declare module "fastify" {

@@ -10,7 +10,7 @@ import { RequestBodySchema } from "../plugins/body-admission.js";
 import type { ModelRegistry } from "../registry/registry.js";
 import { inferenceHandler, type InferenceDeps } from "./inference.handler.js";
 import { payResponsesRoute } from "./pay-responses.route.js";
-import { PLAIN_ROUTE } from "./route-config.js";
+import { PLAIN_ROUTE, type GatewayRouteConfig } from "./route-config.js";
 import type { RouteAction, RouteSpec } from "./route-spec.js";
 import { responsesRoute } from "./responses.route.js";
 import { BATCH_ROUTES } from "../batch/batches.routes.js";
@@ -35,6 +35,17 @@ export const ROUTES: readonly RouteSpec[] = [
 /** A path as Fastify writes it: `:name` for OpenAPI's `{name}`. */
 export function fastifyPath(path: string): string {
   return path.replace(/\{([A-Za-z0-9_]+)\}/g, ":$1");
+}
+
+/**
+ * The config a spec's route is registered with: the spec's own, and, for a
+ * route that reads no body (no body in its spec and no model), `body:
+ * "ignored"`, so that the document and the server agree on which routes
+ * judge one.
+ */
+function routeConfig(spec: RouteSpec): { gateway: GatewayRouteConfig } {
+  const readsBody = spec.body !== undefined || spec.config.modelRoute !== null;
+  return { gateway: readsBody ? spec.config : { ...spec.config, body: "ignored" } };
 }
 
 /** A route's handler: it answers with the reply it sent, or with a body for Fastify to send. */
@@ -66,7 +77,7 @@ export function registerRoutes(scope: FastifyInstance, deps: RouteTableDeps): vo
     scope.route({
       method: spec.method,
       url: fastifyPath(spec.path),
-      config: { gateway: spec.config },
+      config: routeConfig(spec),
       ...(modelRoute ? { schema: { body: new RequestBodySchema(deps.registry, modelRoute) } } : {}),
       handler: handlers[spec.action],
     });
@@ -137,7 +148,7 @@ export function registerManagementRoutes(
     scope.route({
       method: spec.method,
       url: fastifyPath(spec.path),
-      config: { gateway: spec.config },
+      config: routeConfig(spec),
       handler,
     });
   }
