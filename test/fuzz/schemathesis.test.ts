@@ -1,5 +1,4 @@
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
 import { mkdtemp, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -7,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateFixtures } from "../fixtures/generate.js";
 import { REPO_ROOT } from "../support/cluster.js";
 import { startDev, type DevRun } from "../support/dev-process.js";
+import { venvProgram } from "../support/python-venv.js";
 
 /**
  * Schemathesis (PyPI, installed by test/python/venv.sh; `.ci/run` runs it)
@@ -15,18 +15,10 @@ import { startDev, type DevRun } from "../support/dev-process.js";
  * (modelgate_hooks.py). A bounded run; it must find no 5xx, no answer outside
  * the declared schema, and no schema-valid request refused.
  */
-const VENV_BIN = join(REPO_ROOT, ".cache", "pyvenv", "bin");
-const SCHEMATHESIS = join(VENV_BIN, "schemathesis");
+const SCHEMATHESIS = venvProgram("schemathesis", "the fuzz run");
 /** Seconds of fuzzing per route; MODELGATE_FUZZ_SECONDS overrides. */
 const SECONDS = Number(process.env.MODELGATE_FUZZ_SECONDS ?? 45);
 const CHECKS = ["not_a_server_error", "response_schema_conformance", "positive_data_acceptance"];
-
-const installed = existsSync(SCHEMATHESIS);
-if (!installed) {
-  const line = `schemathesis is not installed (${SCHEMATHESIS}); run test/python/venv.sh`;
-  if (process.env.CI === "true") throw new Error(line);
-  console.warn(`skipping the fuzz run: ${line}`);
-}
 
 interface Run {
   code: number | null;
@@ -35,7 +27,7 @@ interface Run {
 
 function schemathesis(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(SCHEMATHESIS, args, {
+    const child = spawn(SCHEMATHESIS!, args, {
       cwd: REPO_ROOT,
       env: { ...process.env, ...env, NO_COLOR: "1", PYTHONPATH: join(REPO_ROOT, "test", "fuzz") },
       stdio: ["ignore", "pipe", "pipe"],
@@ -48,7 +40,7 @@ function schemathesis(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
   });
 }
 
-describe.runIf(installed)("Schemathesis over /openapi.json (every route)", () => {
+describe.runIf(SCHEMATHESIS !== undefined)("Schemathesis over /openapi.json (every route)", () => {
   let dev: DevRun;
   let env: NodeJS.ProcessEnv;
 
