@@ -14,6 +14,13 @@ export const HttpErrors = {
     "invalid_request_error",
     (got: string) => `Content-Type must be application/json; got '${got}'.`,
   ),
+  /** A compressed body: the servers read bodies as sent (`identity`) only. */
+  unsupportedContentEncoding: defineError(
+    "unsupported_content_encoding",
+    400,
+    "invalid_request_error",
+    (got: string) => `Content-Encoding '${got}' is not supported; send the body uncompressed.`,
+  ),
   /** A body that fails the ResponsesRequest schema; `param` names the field. */
   invalidRequest: defineError(
     "invalid_request",

@@ -24,6 +24,14 @@ export function acceptJsonBodiesOnly(app: FastifyInstance): void {
   app.addContentTypeParser("application/json", { parseAs: "buffer" }, (request, body, done) => {
     const raw = body as Buffer;
     request.rawBody = raw;
+    // Fastify does not decode a compressed body: it would read as bytes that
+    // are not UTF-8, a misleading reason.
+    const encoding = request.headers["content-encoding"];
+    if (encoding !== undefined && encoding.toLowerCase() !== "identity") {
+      request.bodyProblem = HttpErrors.unsupportedContentEncoding(encoding);
+      done(null, undefined);
+      return;
+    }
     // Bytes that are not UTF-8 are an error, not silently replaced. isUtf8 is
     // a native check: a fatal TextDecoder costs far more per request.
     if (!isUtf8(raw)) {

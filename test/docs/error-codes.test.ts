@@ -38,6 +38,7 @@ describe("docs/errors.md", () => {
         "method_not_allowed",
         "request_receive_timeout",
         "unsupported_content_type",
+        "unsupported_content_encoding",
         "request_too_large",
         "invalid_request",
         "model_not_found",

@@ -1,3 +1,4 @@
+import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startPlatform, type Platform } from "../support/platform.js";
 import {
@@ -70,6 +71,14 @@ describe("7 · 400 · failed Responses envelope", () => {
       JSON.stringify(GEN),
       { "content-type": "application/x-www-form-urlencoded" },
       "unsupported_content_type",
+      null,
+    ],
+    [
+      "a gzip-compressed body",
+      "api-key",
+      gzipSync(JSON.stringify(GEN)),
+      { "content-encoding": "gzip" },
+      "unsupported_content_encoding",
       null,
     ],
     ["a body that is not an object", "api-key", "[1, 2]", undefined, "invalid_request", null],

@@ -238,7 +238,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
     fetch(`${url}${path}`, {
       method: "POST",
       headers: { "content-type": "application/json", ...headers },
-      body: typeof body === "string" ? body : JSON.stringify(body),
+      body: typeof body === "string" || Buffer.isBuffer(body) ? body : JSON.stringify(body),
     });
 
   return {
