@@ -11,6 +11,9 @@ export const UPLOAD_PURPOSES = ["batch", "user_data"] as const;
 export const FILE_PURPOSES = [...UPLOAD_PURPOSES, "batch_output"] as const;
 export type FilePurpose = (typeof FILE_PURPOSES)[number];
 
+/** OpenAI's bounds for an upload's `expires_after[seconds]`: one hour to thirty days. */
+export const EXPIRES_AFTER_SECONDS = { min: 3600, max: 2_592_000 } as const;
+
 /** Most bytes of one upload (OpenAI's batch input limit). */
 export const MAX_FILE_BYTES = 200 * 1024 * 1024;
 /** Most lines (requests) of a `batch` file: the spec's batch size. */
@@ -91,6 +94,20 @@ export const fileUploadFormSchema = z
   .object({
     file: z.string().describe("The file's bytes (`format: binary`)").meta({ format: "binary" }),
     purpose: z.enum(UPLOAD_PURPOSES),
+    "expires_after[anchor]": z
+      .literal("created_at")
+      .optional()
+      .describe(
+        "The only anchor, so it may be left out: `expires_after[seconds]` count from `created_at`",
+      ),
+    "expires_after[seconds]": z
+      .int()
+      .min(EXPIRES_AFTER_SECONDS.min)
+      .max(EXPIRES_AFTER_SECONDS.max)
+      .optional()
+      .describe(
+        "One hour to thirty days. Without these two fields a `batch` file expires after thirty days, any other is kept until deleted",
+      ),
   })
   // Other fields are ignored, a few of them at most (the form's field limit).
   .strict()

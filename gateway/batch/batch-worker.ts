@@ -20,7 +20,7 @@ import { relayOf } from "../upstream/relay.js";
 import { BatchPacer } from "./batch-pacer.js";
 import { batchCostOf } from "./batch-pricing.js";
 import { validateLines } from "./batch-validation.js";
-import { sweepAbandonedUploads, writeGeneratedFile } from "./file-store.js";
+import { sweepAbandonedUploads, sweepExpiredFiles, writeGeneratedFile } from "./file-store.js";
 import type { StoreHandle } from "./files.routes.js";
 
 /**
@@ -164,6 +164,7 @@ export class BatchWorker {
     if (this.now() - this.lastSweep > SWEEP_EVERY_MS) {
       this.lastSweep = this.now();
       await sweepAbandonedUploads(db, new Date(this.now() - ABANDONED_UPLOAD_MS));
+      await sweepExpiredFiles(db);
     }
     // Until the registry has its models, a model would look unknown: no validation yet.
     const validated = this.registryLoaded() ? await this.validateNext(db) : false;

@@ -118,6 +118,13 @@ export class ChunkBuffer {
   }
 }
 
+/**
+ * A file past its `expires_at` is gone to its owner at once (by the
+ * database's clock, the one every replica shares), before the sweep deletes
+ * it.
+ */
+const unexpired = sql<boolean>`(expires_at IS NULL OR expires_at > now())`;
+
 export async function findFile(
   db: Kysely<Database>,
   owner: Owner,
@@ -131,7 +138,8 @@ export async function findFile(
     .selectAll()
     .where("id", "=", id)
     .where("account", "=", owner.account)
-    .where("state", "=", "processed");
+    .where("state", "=", "processed")
+    .where(unexpired);
   query =
     owner.project === null
       ? query.where("project", "is", null)
@@ -173,7 +181,8 @@ export async function listFiles(
     .selectFrom("files")
     .selectAll()
     .where("account", "=", owner.account)
-    .where("state", "=", "processed");
+    .where("state", "=", "processed")
+    .where(unexpired);
   select =
     owner.project === null
       ? select.where("project", "is", null)
@@ -275,4 +284,13 @@ export async function writeGeneratedFile(
   await buffer.flush();
   await writer.finish(count);
   return writer.id;
+}
+
+/** Deletes the files past their `expires_at` (their chunks cascade); how many. */
+export async function sweepExpiredFiles(db: Kysely<Database>): Promise<number> {
+  const result = await db
+    .deleteFrom("files")
+    .where(sql<boolean>`expires_at <= now()`)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
 }

@@ -33,7 +33,8 @@ import {
   FileWriter,
 } from "./file-store.js";
 import type { Owner } from "./owner.js";
-import { parseOr400 } from "./parse.js";
+import { uploadExpiry, type ExpiresAfterFields } from "./file-expiry.js";
+import { parseQueryOr400 } from "./parse.js";
 
 /**
  * The Files routes (`/v1/files`): API-key only, owned by the caller's account
@@ -242,13 +243,17 @@ async function upload(
   }
   const owner = ownerOf(request);
   const db = await storeOf(store);
+  const createdAt = new Date(now());
   let purpose: FilePurpose | undefined;
+  const expiresAfter: ExpiresAfterFields = {};
   let writer: FileWriter | undefined;
   let lines = 0;
   let refusal: CodedError | undefined;
   try {
     for await (const part of formRead(request.parts())) {
       if (part.type === "field") {
+        if (part.fieldname === "expires_after[anchor]") expiresAfter.anchor = String(part.value);
+        if (part.fieldname === "expires_after[seconds]") expiresAfter.seconds = String(part.value);
         if (part.fieldname !== "purpose") continue;
         const value = String(part.value);
         if (!(UPLOAD_PURPOSES as readonly string[]).includes(value)) {
@@ -265,10 +270,9 @@ async function upload(
       }
       writer = await FileWriter.open(db, {
         owner,
-        // The purpose may come after the file: it is set once the form is read.
         purpose: purpose ?? "user_data",
         filename: (part.filename || "file").slice(0, FILENAME_MAX),
-        createdAt: new Date(now()),
+        createdAt,
         expiresAt: null,
       });
       const buffer = new ChunkBuffer(writer);
@@ -296,7 +300,13 @@ async function upload(
     if (purpose === "batch" && lines > limits.batchLines) {
       throw BatchErrors.tooManyLines(limits.batchLines);
     }
-    await db.updateTable("files").set({ purpose }).where("id", "=", writer.id).execute();
+    // The purpose and the expiry may come after the file: set once the form is read.
+    const expiresAt = uploadExpiry(purpose, expiresAfter, createdAt);
+    await db
+      .updateTable("files")
+      .set({ purpose, expires_at: expiresAt })
+      .where("id", "=", writer.id)
+      .execute();
     await writer.finish(lines);
   } catch (error) {
     await writer
@@ -328,7 +338,7 @@ export function fileHandlers(
   return {
     createFile: (request) => upload(store, now, limits, request),
     listFiles: async (request) => {
-      const query = parseOr400(fileListQuerySchema, request.query);
+      const query = parseQueryOr400(fileListQuerySchema, request.query);
       const page = await listFiles(await storeOf(store), ownerOf(request), query);
       // A cursor that names no file of the caller's, as a missing file: 404.
       if (!page) throw BatchErrors.fileNotFound(query.after!, "after");

@@ -9,6 +9,7 @@ import {
   FileWriter,
   listFiles,
   sweepAbandonedUploads,
+  sweepExpiredFiles,
 } from "../../../gateway/batch/file-store.js";
 import { openStore, type Store } from "../../../gateway/store/store.js";
 import { onCleanup } from "../outbox/support.js";
@@ -30,13 +31,14 @@ async function upload(
   owner: { account: string; project: string | null },
   content: Buffer,
   createdAt = new Date(),
+  expiresAt: Date | null = null,
 ): Promise<string> {
   const writer = await FileWriter.open(db, {
     owner,
     purpose: "batch",
     filename: "in.jsonl",
     createdAt,
-    expiresAt: null,
+    expiresAt,
   });
   const buffer = new ChunkBuffer(writer);
   // Arrives in pieces smaller than a chunk, as a socket delivers it.
@@ -95,6 +97,26 @@ describe.each(engines)("file store on $name", (engine) => {
     expect(await findFile(opened.db, acme, id)).toBeUndefined();
     const chunks = await opened.db.selectFrom("file_chunks").selectAll().execute();
     expect(chunks).toEqual([]);
+  });
+
+  it("a file past its expires_at is gone at once, and the sweep deletes it and its chunks", async () => {
+    const opened = await store(engine);
+    const past = new Date(Date.now() - 1000);
+    const later = new Date(Date.now() + 3_600_000);
+    const expired = await upload(opened, acme, Buffer.from("a\n"), new Date(), past);
+    const kept = await upload(opened, acme, Buffer.from("b\n"), new Date(), later);
+    const forever = await upload(opened, acme, Buffer.from("c\n"));
+    expect(await findFile(opened.db, acme, expired)).toBeUndefined();
+    expect(await findFile(opened.db, acme, kept)).toBeDefined();
+    const listed = (await listFiles(opened.db, acme, { limit: 10, order: "asc" }))!.data;
+    expect(listed.map((f) => f.id).sort()).toEqual([kept, forever].sort());
+    expect(await deleteFile(opened.db, acme, expired)).toBe(false);
+
+    expect(await sweepExpiredFiles(opened.db)).toBe(1);
+    const rows = await opened.db.selectFrom("files").select("id").execute();
+    expect(rows.map((r) => r.id).sort()).toEqual([kept, forever].sort());
+    const chunks = await opened.db.selectFrom("file_chunks").select("file_id").execute();
+    expect(chunks.map((c) => c.file_id)).not.toContain(expired);
   });
 
   it("an upload is invisible until finished, and a discarded one leaves nothing", async () => {

@@ -47,8 +47,9 @@ describe("the Files API with the openai client", () => {
       bytes: Buffer.byteLength(text),
       filename: "in.jsonl",
       purpose: "batch",
-      expires_at: null,
     });
+    // A batch file expires after thirty days unless asked otherwise, as OpenAI's do.
+    expect(created.expires_at! - created.created_at).toBe(2_592_000);
     expect(created.id).toMatch(/^file-[0-9a-f]{24}$/);
     expect(Math.abs(created.created_at - Date.now() / 1000)).toBeLessThan(30);
 
@@ -182,5 +183,73 @@ describe("the Files API with the openai client", () => {
     expect(await r2.json()).toMatchObject({ error: { param: "purpose" } });
     const unauthenticated = await fetch(`${p.url}/v1/files`);
     expect(unauthenticated.status).toBe(401);
+    // A listing's bad query is named as every listing names it.
+    for (const path of ["/v1/files?limit=0", "/v1/batches?limit=101", "/v1/files?order=up"]) {
+      const res = await fetch(`${p.url}${path}`, { headers });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toMatchObject({
+        error: { code: "invalid_query", param: path.includes("order") ? "order" : "limit" },
+      });
+    }
+  });
+
+  it("sets expires_at from expires_after, keeps user_data until deleted, and names a bad field", async () => {
+    const openai = client(p.keys.acme.key);
+    const hour = await openai.files.create({
+      file: await toFile(Buffer.from(jsonl(1)), "in.jsonl"),
+      purpose: "batch",
+      expires_after: { anchor: "created_at", seconds: 3600 },
+    });
+    expect(hour.expires_at! - hour.created_at).toBe(3600);
+    expect((await openai.files.retrieve(hour.id)).expires_at).toBe(hour.expires_at);
+    const kept = await openai.files.create({
+      file: await toFile(Buffer.from("notes\n"), "notes.txt"),
+      purpose: "user_data",
+    });
+    expect(kept.expires_at).toBeNull();
+    // created_at is the only anchor: seconds alone are enough.
+    const form = new FormData();
+    form.append("purpose", "user_data");
+    form.append("expires_after[seconds]", "7200");
+    form.append("file", new Blob(["x\n"]), "x.txt");
+    const secondsOnly = (await (
+      await fetch(`${p.url}/v1/files`, {
+        method: "POST",
+        headers: { "x-api-key": p.keys.acme.key },
+        body: form,
+      })
+    ).json()) as { created_at: number; expires_at: number };
+    expect(secondsOnly.expires_at - secondsOnly.created_at).toBe(7200);
+
+    const refused = async (fields: Record<string, string>) => {
+      const form = new FormData();
+      form.append("purpose", "batch");
+      for (const [name, value] of Object.entries(fields)) form.append(name, value);
+      form.append("file", new Blob([jsonl(1)]), "in.jsonl");
+      const res = await fetch(`${p.url}/v1/files`, {
+        method: "POST",
+        headers: { "x-api-key": p.keys.acme.key },
+        body: form,
+      });
+      return { status: res.status, error: ((await res.json()) as { error: object }).error };
+    };
+    const listedIds = async () => {
+      const ids: string[] = [];
+      for await (const file of openai.files.list({ limit: 100 })) ids.push(file.id);
+      return ids;
+    };
+    const before = await listedIds();
+    expect(before.length).toBeGreaterThanOrEqual(3);
+    for (const seconds of ["3599", "2592001", "1.5", "soon"]) {
+      expect(
+        await refused({ "expires_after[anchor]": "created_at", "expires_after[seconds]": seconds }),
+      ).toMatchObject({ status: 400, error: { param: "expires_after[seconds]" } });
+    }
+    expect(await refused({ "expires_after[anchor]": "last_active_at" })).toMatchObject({
+      status: 400,
+      error: { param: "expires_after[anchor]" },
+    });
+    // Refused uploads keep nothing: the owner lists what it listed before them.
+    expect(await listedIds()).toEqual(before);
   });
 });
