@@ -17,7 +17,7 @@ import {
   storeOf,
   type StoreHandle,
 } from "./files.routes.js";
-import { parseOr400 } from "./parse.js";
+import { parseOr400, parseQueryOr400 } from "./parse.js";
 
 /**
  * The Batch routes (`/v1/batches`): API-key only. Creating a batch records
@@ -151,7 +151,7 @@ export function batchHandlers(
       return batchObject(db, row);
     },
     listBatches: async (request) => {
-      const query = parseOr400(batchListQuerySchema, request.query);
+      const query = parseQueryOr400(batchListQuerySchema, request.query);
       const page = await listBatches(await storeOf(store), ownerOf(request), query);
       // A cursor that names no batch of the caller's, as a missing batch: 404.
       if (!page) throw BatchErrors.batchNotFound(query.after!, "after");

@@ -1,15 +1,33 @@
 import type { z } from "zod";
 import { HttpErrors } from "../../lib/http/http-errors.js";
+import { GatewayErrors } from "../errors.js";
 
-/** Parses a body or query with its zod schema; the first problem is a 400 naming the field. */
-export function parseOr400<T extends z.ZodType>(schema: T, value: unknown): z.output<T> {
-  const result = schema.safeParse(value ?? {});
-  if (result.success) return result.data;
-  const issue = result.error.issues[0]!;
+/** The first problem of a failed parse: the field to blame and what to say of it. */
+function firstProblem(error: z.ZodError, where: string): { message: string; param: string | null } {
+  const issue = error.issues[0]!;
   const unknownKey = issue.code === "unrecognized_keys" ? issue.keys[0] : undefined;
   const param = unknownKey ?? (issue.path.map(String).join(".") || null);
   const message = unknownKey
     ? `Unknown parameter: '${unknownKey}'.`
-    : `Invalid '${param ?? "body"}': ${issue.message}.`;
+    : `Invalid '${param ?? where}': ${issue.message}.`;
+  return { message, param };
+}
+
+/** Parses a JSON body with its zod schema; the first problem is a 400 `invalid_request` naming the field. */
+export function parseOr400<T extends z.ZodType>(schema: T, value: unknown): z.output<T> {
+  const result = schema.safeParse(value ?? {});
+  if (result.success) return result.data;
+  const { message, param } = firstProblem(result.error, "body");
   throw HttpErrors.invalidRequest(message, param);
+}
+
+/**
+ * Parses a query string with its zod schema; the first problem is a 400
+ * `invalid_query` naming the parameter, as every other listing answers.
+ */
+export function parseQueryOr400<T extends z.ZodType>(schema: T, value: unknown): z.output<T> {
+  const result = schema.safeParse(value ?? {});
+  if (result.success) return result.data;
+  const { message, param } = firstProblem(result.error, "query");
+  throw GatewayErrors.invalidQuery(message, param ?? "query");
 }
