@@ -9,14 +9,14 @@ import type { GatewayBenchPlan } from "./plan.js";
 
 /**
  * Where the gateway's CPU goes, by component, at the throughput target's
- * load (16 clients, pinned): one extra window through the gateway with its
- * main thread under V8's sampling profiler (asked for over IPC, so the
- * measured rounds run without it), and the CPU of the main thread and of
- * the process's other threads (V8's compiler and GC helpers, libuv's pool)
- * read from /proc. The profile gives the shares of the main thread's busy
- * time; they are scaled to the main thread's CPU per request of that
- * window. The profiler costs some CPU itself, so the window's total is a
- * little above the measured point's; the shares are what it tells.
+ * load (16 clients, pinned): two extra windows through the gateway after
+ * the measured points. In the first, the CPU of its main thread and of its
+ * other threads (V8's compiler and GC helpers, libuv's pool) per request,
+ * from /proc; in the second, its main thread under V8's sampling profiler
+ * (asked for over IPC, so nothing else runs with it), whose shares of the
+ * main thread's busy time are scaled to the first window's main-thread
+ * CPU per request. The shares are of a profiled thread, which the sampling
+ * slows a little; they are what the split tells.
  */
 export interface CpuSplit {
   clients: number;
@@ -126,32 +126,48 @@ export function splitProfile(profile: CpuProfile, root: string): Map<string, num
   return totals;
 }
 
-/** Runs the profiled window through the suite's gateway (already pinned) and splits its CPU. */
+/** One window at the split's load: requests served, and the CPU seconds of the main thread and of the whole process. */
+async function cpuWindow(
+  plan: GatewayBenchPlan,
+  suite: Suite,
+): Promise<{ requests: number; main: number; total: number }> {
+  const gateway = suite.gateway;
+  const mainBefore = await threadCpuSeconds(gateway.pid, gateway.pid);
+  const totalBefore = await gateway.cpuSeconds();
+  const part = await measuredRun(
+    gateway.url,
+    suite.requests,
+    { clients: SPLIT_CLIENTS, durationMs: plan.splitMs, maxRequests: plan.halfMaxRequests },
+    [gateway],
+    { children: [gateway, ...suite.others], maxMs: plan.settleMaxMs },
+  );
+  return {
+    requests: part.run.completed,
+    main: (await threadCpuSeconds(gateway.pid, gateway.pid)) - mainBefore,
+    total: (await gateway.cpuSeconds()) - totalBefore,
+  };
+}
+
+/**
+ * Two windows through the suite's gateway (already pinned): the first
+ * without the profiler, for the CPU per request of the main thread and of
+ * the other threads (the profiler's own thread would count among those);
+ * the second profiled, for the shares of the main thread's time.
+ */
 export async function measureCpuSplit(
   plan: GatewayBenchPlan,
   suite: Suite,
 ): Promise<CpuSplit | null> {
   const gateway = suite.gateway;
   if (!gateway.ask) return null;
+  const plain = await cpuWindow(plan, suite);
   const dir = await mkdtemp(join(tmpdir(), "modelgate-bench-split-"));
   try {
     const path = join(dir, "main.cpuprofile");
-    const mainBefore = await threadCpuSeconds(gateway.pid, gateway.pid);
-    const totalBefore = await gateway.cpuSeconds();
     await gateway.ask({ profile: "start" });
-    const part = await measuredRun(
-      gateway.url,
-      suite.requests,
-      { clients: SPLIT_CLIENTS, durationMs: plan.splitMs, maxRequests: plan.halfMaxRequests },
-      [gateway],
-      { children: [gateway, ...suite.others], maxMs: plan.settleMaxMs },
-    );
-    // Read before the profile is stopped: building it costs the main thread
-    // a few hundred ms, which is the profiler's, not the gateway's.
-    const main = (await threadCpuSeconds(gateway.pid, gateway.pid)) - mainBefore;
-    const total = (await gateway.cpuSeconds()) - totalBefore;
+    await cpuWindow(plan, suite);
     await gateway.ask({ profile: "stop", path });
-    const requests = part.run.completed;
+    const { requests, main, total } = plain;
     if (requests === 0 || !Number.isFinite(main) || !Number.isFinite(total)) return null;
     const busy = splitProfile(
       JSON.parse(await readFile(path, "utf8")) as CpuProfile,
@@ -177,7 +193,7 @@ export async function measureCpuSplit(
 export function splitLines(split: CpuSplit, indent: string): string[] {
   const main = split.components.reduce((a, c) => a + c.ms, 0);
   return [
-    `${indent}gateway cpu by component (${split.clients} clients, pinned, one profiled window of ${split.requests} requests): ` +
+    `${indent}gateway cpu by component (${split.clients} clients, pinned, a window of ${split.requests} requests, then a profiled one): ` +
       `${split.totalMs.toFixed(3)} ms/request = main thread ${main.toFixed(3)} + other threads ${split.otherThreadsMs.toFixed(3)}`,
     ...split.components
       .filter((c) => c.ms >= 0.0005)
