@@ -1,9 +1,5 @@
 import { createHash } from "node:crypto";
-import type {
-  FastifyRequest,
-  preHandlerAsyncHookHandler,
-  preValidationAsyncHookHandler,
-} from "fastify";
+import type { FastifyRequest, preHandlerHookHandler, preValidationHookHandler } from "fastify";
 import { logFieldsOf } from "../../lib/http/log-fields.js";
 import type { GatewayMetrics } from "../metrics.js";
 import { PayErrors, signatureError } from "../pay/pay-errors.js";
@@ -14,6 +10,7 @@ import type { RoutableModel } from "../registry/registry.js";
 import type { PayCaller } from "../routes/caller.js";
 import { routeConfigOf } from "../routes/route-config.js";
 import { responseIdOf } from "./request-id.js";
+import { onlyWhere } from "./route-gate.js";
 
 /**
  * The payment route's gate (spec 5.2), in the order the spec sets:
@@ -68,9 +65,8 @@ export function signedTarget(request: FastifyRequest): Buffer {
 }
 
 /** `preValidation`: the signature, then the replay memory. */
-export function verifyPayment(parts: PaymentGateParts): preValidationAsyncHookHandler {
-  return async (request) => {
-    if (routeConfigOf(request).auth !== "pay-signature") return;
+export function verifyPayment(parts: PaymentGateParts): preValidationHookHandler {
+  return onlyWhere(isPayRoute, async (request) => {
     const nowMs = parts.now();
     const nowSeconds = Math.floor(nowMs / 1000);
     const runsModel = routeConfigOf(request).modelRoute !== null;
@@ -120,7 +116,11 @@ export function verifyPayment(parts: PaymentGateParts): preValidationAsyncHookHa
         scheme: result.scheme,
       },
     };
-  };
+  });
+}
+
+function isPayRoute(request: FastifyRequest): boolean {
+  return routeConfigOf(request).auth === "pay-signature";
 }
 
 /**
@@ -140,11 +140,11 @@ export function paidRequestOf(request: FastifyRequest, caller: PayCaller, model:
 }
 
 /** `preHandler`, after admission and the agent's rate limit: the allowance check. */
-export function checkAllowance(parts: PaymentGateParts): preHandlerAsyncHookHandler {
-  return async (request) => {
+export function checkAllowance(parts: PaymentGateParts): preHandlerHookHandler {
+  return onlyWhere(isPayRoute, async (request) => {
     const caller = request.caller;
     const model = request.model;
-    if (routeConfigOf(request).auth !== "pay-signature" || caller?.kind !== "pay" || !model) return;
+    if (caller?.kind !== "pay" || !model) return;
     const body = request.body as {
       input: string;
       instructions?: string;
@@ -162,5 +162,5 @@ export function checkAllowance(parts: PaymentGateParts): preHandlerAsyncHookHand
         "payment provider unavailable: allowance check failed open",
       );
     }
-  };
+  });
 }

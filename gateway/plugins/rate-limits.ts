@@ -3,8 +3,8 @@ import type {
   FastifyRequest,
   onRequestAsyncHookHandler,
   onResponseHookHandler,
-  onSendAsyncHookHandler,
-  preHandlerAsyncHookHandler,
+  onSendHookHandler,
+  preHandlerHookHandler,
 } from "fastify";
 import type { CodedError } from "../../lib/coded-error.js";
 import { logFieldsOf } from "../../lib/http/log-fields.js";
@@ -16,6 +16,7 @@ import { setRateLimitHeaders, type LimitUnit } from "../rate-limit/rate-limit-he
 import type { ApiKeyCaller } from "../routes/caller.js";
 import { routeConfigOf } from "../routes/route-config.js";
 import { mostTokens } from "./payment-gate.js";
+import { onlyWhere } from "./route-gate.js";
 
 /**
  * Rate limits per caller, in requests and (when configured) tokens a
@@ -169,22 +170,27 @@ export function limitApiKeys(parts: RateLimitParts): onRequestAsyncHookHandler {
  * `preHandler`, after admission: the token reservations of the key and its
  * project. A route that serves no model (a usage read) uses no tokens.
  */
-export function reserveApiKeyTokens(parts: RateLimitParts): preHandlerAsyncHookHandler {
-  return async (request, reply) => {
+export function reserveApiKeyTokens(parts: RateLimitParts): preHandlerHookHandler {
+  return (request, reply, done) => {
     const caller = request.caller;
     const config = routeConfigOf(request);
     if (config.rateLimit !== "api-key" || config.modelRoute === null || caller?.kind !== "api-key")
-      return;
+      return done();
     const buckets = apiKeyBuckets(caller, parts, mostTokensOf(request));
-    await decide(request, reply, parts, buckets);
+    // Without token limits there is nothing to reserve: no limiter call, no promise.
+    if (buckets.length === 0) return done();
+    decide(request, reply, parts, buckets).then(
+      () => done(),
+      (error: unknown) => done(error as Error),
+    );
   };
 }
 
 /** `preHandler`, after the body is judged: the buying agent's request and token buckets together. */
-export function limitPayAgents(parts: RateLimitParts): preHandlerAsyncHookHandler {
-  return async (request, reply) => {
+export function limitPayAgents(parts: RateLimitParts): preHandlerHookHandler {
+  return onlyWhere(isPayAgentRoute, async (request, reply) => {
     const caller = request.caller;
-    if (routeConfigOf(request).rateLimit !== "pay-agent" || caller?.kind !== "pay") return;
+    if (caller?.kind !== "pay") return;
     const id = `agent:${caller.agentKey}`;
     const tokensPerMinute = parts.defaults.tokensPerMinute;
     await decide(request, reply, parts, [
@@ -193,7 +199,11 @@ export function limitPayAgents(parts: RateLimitParts): preHandlerAsyncHookHandle
         ? [tokenTake(`${id}:tokens`, tokensPerMinute, mostTokensOf(request))]
         : []),
     ]);
-  };
+  });
+}
+
+function isPayAgentRoute(request: FastifyRequest): boolean {
+  return routeConfigOf(request).rateLimit === "pay-agent";
 }
 
 /**
@@ -203,11 +213,10 @@ export function limitPayAgents(parts: RateLimitParts): preHandlerAsyncHookHandle
  * stricter than it should be until it refills. A stream's usage is not known
  * when its headers leave: it keeps its reservation until it ends.
  */
-export function settleTokens(parts: RateLimitParts): onSendAsyncHookHandler {
-  return (request, reply) => {
-    if (isEventStream(reply)) return Promise.resolve();
-    settleReservations(parts, request, reply.served?.usage);
-    return Promise.resolve();
+export function settleTokens(parts: RateLimitParts): onSendHookHandler {
+  return (request, reply, _payload, done) => {
+    if (!isEventStream(reply)) settleReservations(parts, request, reply.served?.usage);
+    done();
   };
 }
 

@@ -153,16 +153,22 @@ export class LedgerExporter {
     this.timer.unref?.();
   }
 
-  /** One round: take or keep the lock, then export until the ledger has nothing new. Returns the delay to the next. */
+  /**
+   * One round: take or keep the lock, then export until a read comes back
+   * short of `readSize` (the ledger had no more then; what commits later
+   * waits for the next poll, as it would have after an empty read, without
+   * the empty read's query). Returns the delay to the next.
+   */
   private async tick(): Promise<number> {
     const poll = this.options.pollMs ?? 1000;
     if (!(await this.holdLock())) return poll;
     const db = await this.options.db();
+    const full = this.options.readSize ?? DEFAULT_READ_SIZE;
     for (;;) {
       if (this.closed || !(await this.stillHeld())) return poll;
       const exported = await this.exportBatch(db);
       this.failures = 0;
-      if (exported === 0) return poll;
+      if (exported < full) return poll;
     }
   }
 
@@ -265,7 +271,7 @@ export class LedgerExporter {
       WHERE (l.txid, l.seq) > (${after.txid}::xid8, ${after.seq}::int8)
         AND l.txid < (SELECT pg_snapshot_xmin(pg_current_snapshot()))
       ORDER BY l.txid, l.seq
-      LIMIT ${this.options.readSize ?? 500}
+      LIMIT ${this.options.readSize ?? DEFAULT_READ_SIZE}
     `.execute(db);
     const size = this.options.batchSize ?? 100;
     for (let start = 0; start < rows.length; start += size) {
@@ -326,5 +332,8 @@ export class LedgerExporter {
     this.leading = false;
   }
 }
+
+/** Rows read per query, unless set. */
+const DEFAULT_READ_SIZE = 500;
 
 const DEFAULT_RETRY: RetryPolicy = { baseDelayMs: 500, maxDelayMs: 60_000 };

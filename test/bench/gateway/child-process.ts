@@ -21,6 +21,11 @@ export interface Child {
   cpuSeconds(): Promise<number>;
   /** Every process, for a server of several (PostgreSQL); else just `pid`. */
   pids?(): Promise<number[]>;
+  /**
+   * Our IPC children: sends `message` and resolves with the child's next
+   * message (gateway-child.ts answers `{ profile: ... }` requests).
+   */
+  ask?(message: object): Promise<unknown>;
   stop(): Promise<void>;
 }
 
@@ -56,7 +61,25 @@ export async function startChild(options: ChildOptions): Promise<Child> {
     pid: child.pid!,
     cpuSeconds: () => processCpuSeconds(child.pid!),
     stop: () => stopChild(child),
+    ...(ipc ? { ask: (message: object) => ask(child, message) } : {}),
   };
+}
+
+const ASK_TIMEOUT_MS = 10_000;
+
+function ask(child: ChildProcess, message: object): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.off("message", onMessage);
+      reject(new Error(`no answer to ${JSON.stringify(message)} within ${ASK_TIMEOUT_MS} ms`));
+    }, ASK_TIMEOUT_MS);
+    const onMessage = (answer: unknown) => {
+      clearTimeout(timer);
+      resolve(answer);
+    };
+    child.once("message", onMessage);
+    child.send(message);
+  });
 }
 
 function waitReady(child: ChildProcess, options: ChildOptions): Promise<string> {
@@ -105,8 +128,17 @@ function stopChild(child: ChildProcess): Promise<void> {
 
 /** utime + stime from /proc/<pid>/stat, in seconds; clock ticks are 100 Hz on Linux. */
 export async function processCpuSeconds(pid: number): Promise<number> {
+  return cpuSecondsOf(`/proc/${pid}/stat`);
+}
+
+/** The same for one thread: `/proc/<pid>/task/<pid>` is the main thread. */
+export function threadCpuSeconds(pid: number, tid: number): Promise<number> {
+  return cpuSecondsOf(`/proc/${pid}/task/${tid}/stat`);
+}
+
+async function cpuSecondsOf(path: string): Promise<number> {
   try {
-    const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+    const stat = await readFile(path, "utf8");
     // The command name may hold spaces; the fields after its closing parenthesis are fixed.
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     return (Number(fields[11]) + Number(fields[12])) / 100;

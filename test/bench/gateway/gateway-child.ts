@@ -5,6 +5,8 @@
 // source. The only differences: it listens on a free port and reports
 // `{ url }` over IPC, because main.ts has no way to say which port it got,
 // and it reports only once its ledger is open (see below).
+import { writeFile } from "node:fs/promises";
+import { Session } from "node:inspector/promises";
 import { buildGateway } from "../../../gateway/app.js";
 import { createGatewayComponents } from "../../../gateway/components.js";
 import { parseGatewayConfig } from "../../../gateway/config.js";
@@ -43,6 +45,29 @@ async function stop(): Promise<void> {
   // `--cpu-prof` still writes its file on process.exit.
   process.exit(0);
 }
+/**
+ * The benchmark's CPU split (cpu-split.ts) profiles this process's main
+ * thread over one window: `{ profile: "start" }`, then `{ profile: "stop",
+ * path }`, which writes the profile there. Each is answered `{ profile }`
+ * once done. The inspector session exists only once asked for.
+ */
+let session: Session | null = null;
+process.on("message", (message: { profile?: string; path?: string }) => {
+  void (async () => {
+    if (message.profile === "start") {
+      session = new Session();
+      session.connect();
+      await session.post("Profiler.enable");
+      await session.post("Profiler.start");
+    } else if (message.profile === "stop" && session && message.path) {
+      const { profile } = await session.post("Profiler.stop");
+      await writeFile(message.path, JSON.stringify(profile));
+      await session.post("Profiler.disable");
+      session.disconnect();
+    }
+    process.send!({ profile: message.profile });
+  })();
+});
 process.once("SIGTERM", () => void stop());
 process.once("disconnect", () => void stop());
 process.send!({ url });

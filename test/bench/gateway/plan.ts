@@ -37,6 +37,8 @@ export interface GatewayBenchPlan {
   warmupSettleMaxMs: number;
   /** Longest wait, after a gateway run, for its background work to end (measure.ts). */
   settleMaxMs: number;
+  /** The profiled window after a target suite's pinned points (cpu-split.ts). */
+  splitMs: number;
   payClients: number[];
   payPointMs: number;
   /** The real runtime answers one request at a time, at once: no batch window to wait out. */
@@ -80,6 +82,7 @@ export function planFrom(args: readonly string[]): GatewayBenchPlan {
     gatewayWarmupMs: quick ? 1_000 : 3_000,
     warmupSettleMaxMs: quick ? 3_000 : 5_000,
     settleMaxMs: quick ? 1_000 : 2_000,
+    splitMs: quick ? 1_500 : 4_000,
     payClients: [1, 16],
     payPointMs: quick ? 600 : 3_000,
     runtimeThroughput: { maxBatchSize: 1, batchWindowMs: 0 },

@@ -1,4 +1,5 @@
 import type { ComparePoint } from "./compare.js";
+import { SPLIT_CLIENTS, splitLines, type CpuSplit } from "./cpu-split.js";
 import type { Side } from "./measure.js";
 import type { PayPoint } from "./pay-route.js";
 import { fmt, fmtRatio, ratio } from "../runtime/stats.js";
@@ -96,6 +97,8 @@ export function renderReport(
     pinned: boolean;
     logLevel: string;
     usageRecords: number | null;
+    /** By suite: the target suites' CPU split (cpu-split.ts). */
+    splits?: ReadonlyMap<string, CpuSplit>;
   },
 ): string[] {
   const lines = [
@@ -138,6 +141,17 @@ export function renderReport(
         lines.push(
           `                     median of ${p.rounds.length} rounds; ratios ${fmtRatio(Math.min(...ratios))} to ${fmtRatio(Math.max(...ratios))}`,
         );
+      }
+      const split = context.splits?.get(suite);
+      if (split && isTarget && p.clients === SPLIT_CLIENTS) {
+        lines.push(...splitLines(split, "                     "));
+        if (floor) {
+          const proxy = floor.gateway.cpuMsPerRequest.gateway;
+          if (proxy !== undefined)
+            lines.push(
+              `                       (the bare proxy: ${proxy.toFixed(3)} ms/request in all)`,
+            );
+        }
       }
       const failed = p.direct.failed + p.gateway.failed;
       if (failed > 0) {

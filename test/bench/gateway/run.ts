@@ -25,6 +25,7 @@ import { startRun } from "../support/run-clock.js";
 import { startRedisServer, type RedisServer } from "../../support/redis-server.js";
 import { processCpuSeconds } from "./child-process.js";
 import { startDatabaseServer } from "./database-server.js";
+import { measureCpuSplit, type CpuSplit } from "./cpu-split.js";
 
 const plan = planFrom(process.argv.slice(2));
 const { log, elapsedSeconds } = startRun(plan.deadlineMs);
@@ -63,7 +64,17 @@ async function pinnedRun(p: Pinning, suite: Suite): Promise<ComparePoint[]> {
     for (const child of [suite.gateway, ...suite.others]) await pinAll(child, "0");
     p.pin(suite.runtime.pid, "1");
     p.pin(process.pid, "1");
-    return await compareSuite(plan, suite, "pinned", rounds, log);
+    const points = await compareSuite(plan, suite, "pinned", rounds, log);
+    if (suite.name.startsWith(TARGET_SUITE) && suite.name !== BARE_PROXY_SUITE) {
+      const split = await measureCpuSplit(plan, suite);
+      if (split) {
+        splits.set(suite.name, split);
+        log(
+          `${suite.name} pinned cpu split: ${split.totalMs.toFixed(3)} ms/request over ${split.requests} requests`,
+        );
+      }
+    }
+    return points;
   } finally {
     for (const child of all) await pinAll(child, p.original);
     p.pin(process.pid, p.original);
@@ -146,6 +157,8 @@ async function sharedStoreSuites(suite: Suite, setup: GatewaySetup): Promise<voi
 
 const loadBefore = loadavg()[0]!;
 const points: ComparePoint[] = [];
+/** By suite: where its gateway's CPU went at the throughput target's load (cpu-split.ts). */
+const splits = new Map<string, CpuSplit>();
 let pay: PayPoint[] = [];
 let usageRecords: number | null = null;
 const profileDir = plan.profile ? await mkdtemp(join(tmpdir(), "modelgate-bench-gw-prof-")) : null;
@@ -242,6 +255,7 @@ const report = renderReport(points, pay, {
   pinned: pin !== null,
   logLevel: plan.logLevel,
   usageRecords,
+  splits,
 });
 if (profileDir) report.push("", ...(await profileLines(profileDir)));
 process.stdout.write(`\n${report.join("\n")}\n`);
