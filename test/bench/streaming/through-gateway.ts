@@ -1,11 +1,13 @@
 import { rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { Agent } from "undici";
 import { fixtureFolder } from "../../runtime/support/runtime-server.js";
 import { startRuntimeProcess } from "../runtime/runtime-process.js";
 import type { Child } from "../gateway/child-process.js";
 import { pinning } from "../gateway/cpu-affinity.js";
 import { writeGatewayFiles } from "../gateway/gateway-files.js";
+import { startChild } from "../gateway/child-process.js";
 import { startGateway } from "../gateway/processes.js";
 
 /**
@@ -20,12 +22,19 @@ import { startGateway } from "../gateway/processes.js";
  * alone on core 0 and the runtime and the clients on core 1, as pods with
  * their own CPU are deployed (the target applies there).
  *
- * Each round sends one batch of N concurrent streams directly and one through
- * the gateway, alternating which side goes first; a side's p50 is taken over
- * every first token it measured, and the per-round difference of p50s is
- * reported as the spread. Beside it, the gateway's CPU time per stream (from
- * /proc, all its threads, the whole stream: relay, billing, storing): the
- * part of its cost that the load of a shared machine does not blur.
+ * Each round sends one batch of N concurrent streams to each of three sides:
+ * the runtime directly, the floor (bare-stream-proxy.ts: a Node proxy that
+ * only relays, pinned where the gateway is) and the gateway, rotating which
+ * goes first; a side's p50 is taken over every first token it measured, and
+ * the per-round difference of p50s is reported as the spread. The floor
+ * splits the added time in the same run: floor minus direct is what the two
+ * extra loopback hops and a Node process in the path cost, which no change
+ * to the gateway removes; through minus floor is the gateway's own work
+ * (hooks, admission, the relay, and whatever its event loop was busy with
+ * when a first token came: another stream's terminal write, the ledger's
+ * batch). Beside it, the gateway's CPU time per stream (from /proc, all its
+ * threads, the whole stream: relay, billing, storing): the part of its cost
+ * that the load of a shared machine does not blur.
  */
 export interface GatewayStreamingOptions {
   rounds: number;
@@ -71,6 +80,8 @@ const median = (values: number[]) => {
 const spread = (values: number[]) =>
   `[${Math.min(...values).toFixed(2)}, ${Math.max(...values).toFixed(2)}]`;
 
+const signed = (value: number) => `${value >= 0 ? "+" : ""}${value.toFixed(2)}`;
+
 /** Milliseconds from sending the request to the first chunk holding a delta; reads to the end. */
 async function firstDeltaMs(
   agent: Agent,
@@ -104,46 +115,55 @@ async function firstDeltaMs(
 
 interface Measured {
   direct: number[];
+  floor: number[];
   through: number[];
-  perRound: number[];
+  /** Per round: p50 through minus p50 direct, floor minus direct, through minus floor. */
+  perRound: { added: number[]; hops: number[]; own: number[] };
   /** The gateway's CPU seconds (all threads) over the through batches, per stream. */
   gatewayCpuPerStream: number;
 }
 
+type Side = "direct" | "floor" | "through";
+const SIDES: readonly Side[] = ["direct", "floor", "through"];
+
 async function measure(
   agent: Agent,
-  direct: string,
+  origins: Record<Side, string>,
   gateway: Child,
   apiKey: string,
   clients: number,
   rounds: number,
   body: string,
 ): Promise<Measured> {
-  const result = { direct: [] as number[], through: [] as number[], perRound: [] as number[] };
+  const firsts: Record<Side, number[]> = { direct: [], floor: [], through: [] };
+  const perRound = { added: [] as number[], hops: [] as number[], own: [] as number[] };
   let gatewayCpu = 0;
-  const batch = (origin: string, headers: Record<string, string>) =>
-    Promise.all(Array.from({ length: clients }, () => firstDeltaMs(agent, origin, headers, body)));
-  const throughBatch = async () => {
-    const before = await gateway.cpuSeconds();
-    const firsts = await batch(gateway.url, { "x-api-key": apiKey });
-    gatewayCpu += (await gateway.cpuSeconds()) - before;
-    return firsts;
+  const headersOf = (side: Side): Record<string, string> =>
+    side === "through" ? { "x-api-key": apiKey } : {};
+  const batch = async (side: Side) => {
+    const before = side === "through" ? await gateway.cpuSeconds() : 0;
+    const measured = await Promise.all(
+      Array.from({ length: clients }, () =>
+        firstDeltaMs(agent, origins[side], headersOf(side), body),
+      ),
+    );
+    if (side === "through") gatewayCpu += (await gateway.cpuSeconds()) - before;
+    return measured;
   };
   for (let i = 0; i < rounds; i++) {
-    let d: number[];
-    let t: number[];
-    if (i % 2 === 0) {
-      d = await batch(direct, {});
-      t = await throughBatch();
-    } else {
-      t = await throughBatch();
-      d = await batch(direct, {});
+    const round: Partial<Record<Side, number>> = {};
+    // Each side first, second and third in turn, so that none always follows another.
+    for (let k = 0; k < SIDES.length; k++) {
+      const side = SIDES[(i + k) % SIDES.length]!;
+      const measured = await batch(side);
+      firsts[side].push(...measured);
+      round[side] = median(measured);
     }
-    result.direct.push(...d);
-    result.through.push(...t);
-    result.perRound.push(median(t) - median(d));
+    perRound.added.push(round.through! - round.direct!);
+    perRound.hops.push(round.floor! - round.direct!);
+    perRound.own.push(round.through! - round.floor!);
   }
-  return { ...result, gatewayCpuPerStream: gatewayCpu / (rounds * clients) };
+  return { ...firsts, perRound, gatewayCpuPerStream: gatewayCpu / (rounds * clients) };
 }
 
 export async function gatewayStreamingSection(options: GatewayStreamingOptions): Promise<Row[]> {
@@ -166,16 +186,24 @@ export async function gatewayStreamingSection(options: GatewayStreamingOptions):
   });
   await writeFile(join(setup.flags.modelsDir!, `${MODEL}.yaml`), modelYaml(runtime.url));
   let gateway: Child | null = null;
+  let floor: Child | null = null;
   const agent = new Agent({ connections: maxClients * 2, keepAliveTimeout: 30_000 });
   try {
     gateway = await startGateway(setup, null);
+    floor = await startChild({
+      name: "floor",
+      script: fileURLToPath(new URL("./bare-stream-proxy.ts", import.meta.url)),
+      args: [runtime.url],
+      ready: "ipc",
+    });
+    const origins = { direct: runtime.url, floor: floor.url, through: gateway.url };
     const run = async (layout: string) => {
-      // Warm: JIT, connections on both sides, the ledger's first writes.
-      await measure(agent, runtime.url, gateway!, setup.apiKey, maxClients, 4, body);
+      // Warm: JIT, connections on every side, the ledger's first writes.
+      await measure(agent, origins, gateway!, setup.apiKey, maxClients, 4, body);
       for (const clients of options.clients) {
         const m = await measure(
           agent,
-          runtime.url,
+          origins,
           gateway!,
           setup.apiKey,
           clients,
@@ -183,11 +211,18 @@ export async function gatewayStreamingSection(options: GatewayStreamingOptions):
           body,
         );
         const added = median(m.through) - median(m.direct);
-        const verdict = layout === "pinned" ? (added < 1 ? " PASS" : " MISS") : "";
+        const pinned = layout === "pinned";
+        const verdict = pinned ? (added < 1 ? " PASS" : " MISS") : "";
+        const name = `gateway ${layout}${options.store ? "" : " store:false"}, ${clients} client(s)`;
         rows.push([
-          `gateway ${layout}${options.store ? "" : " store:false"}, ${clients} client(s): first token`,
+          `${name}: first token`,
           `direct ${median(m.direct).toFixed(2)} ms, through ${median(m.through).toFixed(2)} ms; gateway CPU ${(m.gatewayCpuPerStream * 1000).toFixed(2)} ms per whole stream`,
-          `+${added.toFixed(2)} ms (per round ${spread(m.perRound)})${verdict}${layout === "pinned" ? " (< 1 ms at p50)" : " (informative)"}`,
+          `+${added.toFixed(2)} ms (per round ${spread(m.perRound.added)})${verdict}${pinned ? " (< 1 ms at p50)" : " (informative)"}`,
+        ]);
+        rows.push([
+          `${name}: split of the added time`,
+          `hops + a bare Node proxy (floor ${median(m.floor).toFixed(2)} ms − direct) ${signed(median(m.floor) - median(m.direct))} ms ${spread(m.perRound.hops)}`,
+          `the gateway's own (through − floor) ${signed(median(m.through) - median(m.floor))} ms ${spread(m.perRound.own)}`,
         ]);
       }
     };
@@ -195,12 +230,15 @@ export async function gatewayStreamingSection(options: GatewayStreamingOptions):
     const pin = pinning();
     if (pin) {
       try {
+        // The floor stands where the gateway stands; only one of them is busy at a time.
         pin.pin(gateway.pid, "0");
+        pin.pin(floor.pid, "0");
         pin.pin(runtime.pid, "1");
         pin.pin(process.pid, "1");
         await run("pinned");
       } finally {
-        for (const pid of [gateway.pid, runtime.pid, process.pid]) pin.pin(pid, pin.original);
+        for (const pid of [gateway.pid, floor.pid, runtime.pid, process.pid])
+          pin.pin(pid, pin.original);
       }
     } else {
       rows.push(["gateway pinned", "not run: no taskset or fewer than two cores", ""]);
@@ -208,6 +246,7 @@ export async function gatewayStreamingSection(options: GatewayStreamingOptions):
   } finally {
     await agent.close();
     await gateway?.stop();
+    await floor?.stop();
     await runtime.stop();
     await rm(setup.dir, { recursive: true, force: true });
   }
