@@ -34,27 +34,21 @@ import { startGateway } from "../gateway/processes.js";
  * when a first token came: another stream's terminal write, the ledger's
  * batch). Beside it, the gateway's CPU time per stream (from /proc, all its
  * threads, the whole stream: relay, billing, storing): the part of its cost
- * that the load of a shared machine does not blur.
+ * that the load of a shared machine does not blur. A fourth side, the
+ * gateway again with `store: false`, in the same rotation, prices the stored
+ * response's write (CPU per stream, stored minus unstored).
  */
 export interface GatewayStreamingOptions {
   rounds: number;
   clients: readonly number[];
-  /** `store: false` on every request (`--no-store`): the relay without the stored response's write. */
-  store: boolean;
 }
 
 export type Row = [string, string, string];
 
 const MODEL = "tiny-gpt";
-const bodyOf = (store: boolean) =>
-  JSON.stringify({
-    model: MODEL,
-    input: "Hello",
-    temperature: 0,
-    max_output_tokens: 8,
-    stream: true,
-    ...(store ? {} : { store: false }),
-  });
+const ASK = { model: MODEL, input: "Hello", temperature: 0, max_output_tokens: 8, stream: true };
+const BODY = JSON.stringify(ASK);
+const UNSTORED_BODY = JSON.stringify({ ...ASK, store: false });
 
 /** The bench's InferenceModel: a text-generation model whose endpoint is the runtime child. */
 function modelYaml(runtimeUrl: string): string {
@@ -113,18 +107,16 @@ async function firstDeltaMs(
   return first;
 }
 
+type Side = "direct" | "floor" | "through" | "unstored";
+const SIDES: readonly Side[] = ["direct", "floor", "through", "unstored"];
+
 interface Measured {
-  direct: number[];
-  floor: number[];
-  through: number[];
+  firsts: Record<Side, number[]>;
   /** Per round: p50 through minus p50 direct, floor minus direct, through minus floor. */
   perRound: { added: number[]; hops: number[]; own: number[] };
-  /** The gateway's CPU seconds (all threads) over the through batches, per stream. */
-  gatewayCpuPerStream: number;
+  /** The gateway's CPU seconds (all threads) per stream, over the through and the unstored batches. */
+  cpuPerStream: { through: number; unstored: number };
 }
-
-type Side = "direct" | "floor" | "through";
-const SIDES: readonly Side[] = ["direct", "floor", "through"];
 
 async function measure(
   agent: Agent,
@@ -133,26 +125,25 @@ async function measure(
   apiKey: string,
   clients: number,
   rounds: number,
-  body: string,
 ): Promise<Measured> {
-  const firsts: Record<Side, number[]> = { direct: [], floor: [], through: [] };
+  const firsts: Record<Side, number[]> = { direct: [], floor: [], through: [], unstored: [] };
   const perRound = { added: [] as number[], hops: [] as number[], own: [] as number[] };
-  let gatewayCpu = 0;
-  const headersOf = (side: Side): Record<string, string> =>
-    side === "through" ? { "x-api-key": apiKey } : {};
+  const cpu = { through: 0, unstored: 0 };
+  const gatewaySide = (side: Side): side is "through" | "unstored" =>
+    side === "through" || side === "unstored";
   const batch = async (side: Side) => {
-    const before = side === "through" ? await gateway.cpuSeconds() : 0;
+    const headers: Record<string, string> = gatewaySide(side) ? { "x-api-key": apiKey } : {};
+    const body = side === "unstored" ? UNSTORED_BODY : BODY;
+    const before = gatewaySide(side) ? await gateway.cpuSeconds() : 0;
     const measured = await Promise.all(
-      Array.from({ length: clients }, () =>
-        firstDeltaMs(agent, origins[side], headersOf(side), body),
-      ),
+      Array.from({ length: clients }, () => firstDeltaMs(agent, origins[side], headers, body)),
     );
-    if (side === "through") gatewayCpu += (await gateway.cpuSeconds()) - before;
+    if (gatewaySide(side)) cpu[side] += (await gateway.cpuSeconds()) - before;
     return measured;
   };
   for (let i = 0; i < rounds; i++) {
     const round: Partial<Record<Side, number>> = {};
-    // Each side first, second and third in turn, so that none always follows another.
+    // Each side first, second, third and fourth in turn, so that none always follows another.
     for (let k = 0; k < SIDES.length; k++) {
       const side = SIDES[(i + k) % SIDES.length]!;
       const measured = await batch(side);
@@ -163,12 +154,16 @@ async function measure(
     perRound.hops.push(round.floor! - round.direct!);
     perRound.own.push(round.through! - round.floor!);
   }
-  return { ...firsts, perRound, gatewayCpuPerStream: gatewayCpu / (rounds * clients) };
+  const streams = rounds * clients;
+  return {
+    firsts,
+    perRound,
+    cpuPerStream: { through: cpu.through / streams, unstored: cpu.unstored / streams },
+  };
 }
 
 export async function gatewayStreamingSection(options: GatewayStreamingOptions): Promise<Row[]> {
   const rows: Row[] = [];
-  const body = bodyOf(options.store);
   const maxClients = Math.max(...options.clients);
   const runtime = await startRuntimeProcess({
     path: await fixtureFolder(MODEL),
@@ -196,10 +191,15 @@ export async function gatewayStreamingSection(options: GatewayStreamingOptions):
       args: [runtime.url],
       ready: "ipc",
     });
-    const origins = { direct: runtime.url, floor: floor.url, through: gateway.url };
+    const origins = {
+      direct: runtime.url,
+      floor: floor.url,
+      through: gateway.url,
+      unstored: gateway.url,
+    };
     const run = async (layout: string) => {
       // Warm: JIT, connections on every side, the ledger's first writes.
-      await measure(agent, origins, gateway!, setup.apiKey, maxClients, 4, body);
+      await measure(agent, origins, gateway!, setup.apiKey, maxClients, 4);
       for (const clients of options.clients) {
         const m = await measure(
           agent,
@@ -208,21 +208,27 @@ export async function gatewayStreamingSection(options: GatewayStreamingOptions):
           setup.apiKey,
           clients,
           options.rounds * (clients === 1 ? 6 : 2),
-          body,
         );
-        const added = median(m.through) - median(m.direct);
+        const { direct, floor: bare, through, unstored } = m.firsts;
+        const added = median(through) - median(direct);
         const pinned = layout === "pinned";
         const verdict = pinned ? (added < 1 ? " PASS" : " MISS") : "";
-        const name = `gateway ${layout}${options.store ? "" : " store:false"}, ${clients} client(s)`;
+        const name = `gateway ${layout}, ${clients} client(s)`;
+        const ms = (seconds: number) => (seconds * 1000).toFixed(2);
         rows.push([
           `${name}: first token`,
-          `direct ${median(m.direct).toFixed(2)} ms, through ${median(m.through).toFixed(2)} ms; gateway CPU ${(m.gatewayCpuPerStream * 1000).toFixed(2)} ms per whole stream`,
+          `direct ${median(direct).toFixed(2)} ms, through ${median(through).toFixed(2)} ms; gateway CPU ${ms(m.cpuPerStream.through)} ms per whole stream`,
           `+${added.toFixed(2)} ms (per round ${spread(m.perRound.added)})${verdict}${pinned ? " (< 1 ms at p50)" : " (informative)"}`,
         ]);
         rows.push([
           `${name}: split of the added time`,
-          `hops + a bare Node proxy (floor ${median(m.floor).toFixed(2)} ms − direct) ${signed(median(m.floor) - median(m.direct))} ms ${spread(m.perRound.hops)}`,
-          `the gateway's own (through − floor) ${signed(median(m.through) - median(m.floor))} ms ${spread(m.perRound.own)}`,
+          `hops + a bare Node proxy (floor ${median(bare).toFixed(2)} ms − direct) ${signed(median(bare) - median(direct))} ms ${spread(m.perRound.hops)}`,
+          `the gateway's own (through − floor) ${signed(median(through) - median(bare))} ms ${spread(m.perRound.own)}`,
+        ]);
+        rows.push([
+          `${name}: the stored response's price`,
+          `store: false: through ${median(unstored).toFixed(2)} ms, gateway CPU ${ms(m.cpuPerStream.unstored)} ms per whole stream`,
+          `storing costs ${signed((m.cpuPerStream.through - m.cpuPerStream.unstored) * 1000)} ms CPU per stream (informative)`,
         ]);
       }
     };
