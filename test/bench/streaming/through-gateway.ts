@@ -9,6 +9,7 @@ import { pinning } from "../gateway/cpu-affinity.js";
 import { writeGatewayFiles } from "../gateway/gateway-files.js";
 import { startChild } from "../gateway/child-process.js";
 import { startGateway } from "../gateway/processes.js";
+import { threadCpuSeconds } from "./thread-cpu.js";
 
 /**
  * Section (b) of the streaming benchmark: time to the first
@@ -32,8 +33,8 @@ import { startGateway } from "../gateway/processes.js";
  * to the gateway removes; through minus floor is the gateway's own work
  * (hooks, admission, the relay, and whatever its event loop was busy with
  * when a first token came: another stream's terminal write, the ledger's
- * batch). Beside it, the gateway's CPU time per stream (from /proc, all its
- * threads, the whole stream: relay, billing, storing): the part of its cost
+ * batch). Beside it, the gateway's CPU time per stream (from /proc's per-thread
+ * schedstat, in nanoseconds, all its threads, the whole stream: relay, billing, storing): the part of its cost
  * that the load of a shared machine does not blur. A fourth side, the
  * gateway again with `store: false`, in the same rotation, prices the stored
  * response's write (CPU per stream, stored minus unstored).
@@ -131,14 +132,15 @@ async function measure(
   const cpu = { through: 0, unstored: 0 };
   const gatewaySide = (side: Side): side is "through" | "unstored" =>
     side === "through" || side === "unstored";
+  const cpuSeconds = async () => (await threadCpuSeconds(gateway.pid)) ?? gateway.cpuSeconds();
   const batch = async (side: Side) => {
     const headers: Record<string, string> = gatewaySide(side) ? { "x-api-key": apiKey } : {};
     const body = side === "unstored" ? UNSTORED_BODY : BODY;
-    const before = gatewaySide(side) ? await gateway.cpuSeconds() : 0;
+    const before = gatewaySide(side) ? await cpuSeconds() : 0;
     const measured = await Promise.all(
       Array.from({ length: clients }, () => firstDeltaMs(agent, origins[side], headers, body)),
     );
-    if (gatewaySide(side)) cpu[side] += (await gateway.cpuSeconds()) - before;
+    if (gatewaySide(side)) cpu[side] += (await cpuSeconds()) - before;
     return measured;
   };
   for (let i = 0; i < rounds; i++) {
