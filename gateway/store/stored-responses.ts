@@ -24,24 +24,30 @@ export interface StoredResponseRow {
 /** Turns read back for a conversation, at most: far more than any model's context holds. */
 export const MAX_CONVERSATION_TURNS = 1000;
 
-/** One INSERT: the only statement storing adds to an answer. */
-export async function insertStoredResponse(
+/**
+ * One INSERT of one or more rows: the only statement storing adds to an
+ * answer, shared by the answers that end together (ResponseStore.save).
+ */
+export async function insertStoredResponses(
   db: Kysely<Database>,
-  row: StoredResponseRow,
+  rows: readonly StoredResponseRow[],
 ): Promise<void> {
+  if (rows.length === 0) return;
   await db
     .insertInto("stored_responses")
-    .values({
-      id: row.id,
-      owner: row.owner,
-      model: row.model,
-      previous_response_id: row.previousResponseId,
-      input_items: row.inputItems,
-      response: row.response,
-      served_by: row.servedBy,
-      created_at: row.createdAt,
-      expires_at: row.expiresAt,
-    })
+    .values(
+      rows.map((row) => ({
+        id: row.id,
+        owner: row.owner,
+        model: row.model,
+        previous_response_id: row.previousResponseId,
+        input_items: row.inputItems,
+        response: row.response,
+        served_by: row.servedBy,
+        created_at: row.createdAt,
+        expires_at: row.expiresAt,
+      })),
+    )
     .execute();
 }
 

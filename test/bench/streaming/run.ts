@@ -12,8 +12,7 @@
 //     bench:gateway runs them: all sharing the cores (informative), then
 //     pinned, the gateway alone on core 0 and the runtime and the clients on
 //     core 1, where the target applies (see through-gateway.ts).
-// `--only runtime` or `--only gateway` runs one section; `--no-store` sends
-// (b)'s requests with `store: false`, to see the stored response's share. Prints one table.
+// `--only runtime` or `--only gateway` runs one section. Prints one table.
 import { Agent } from "undici";
 import { fixtureFolder } from "../../runtime/support/runtime-server.js";
 import { startRuntimeProcess } from "../runtime/runtime-process.js";
@@ -155,13 +154,7 @@ const only = process.argv.includes("--only")
   : null;
 if (only !== "gateway") await runtimeSection();
 if (only !== "runtime") {
-  rows.push(
-    ...(await gatewayStreamingSection({
-      rounds: ROUNDS,
-      clients: [1, 16],
-      store: !process.argv.includes("--no-store"),
-    })),
-  );
+  rows.push(...(await gatewayStreamingSection({ rounds: ROUNDS, clients: [1, 16] })));
 }
 await agent.close();
 const widths = [0, 1, 2].map((c) => Math.max(...rows.map((r) => r[c]!.length)));

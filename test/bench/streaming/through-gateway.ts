@@ -1,12 +1,15 @@
 import { rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { Agent } from "undici";
 import { fixtureFolder } from "../../runtime/support/runtime-server.js";
 import { startRuntimeProcess } from "../runtime/runtime-process.js";
 import type { Child } from "../gateway/child-process.js";
 import { pinning } from "../gateway/cpu-affinity.js";
 import { writeGatewayFiles } from "../gateway/gateway-files.js";
+import { startChild } from "../gateway/child-process.js";
 import { startGateway } from "../gateway/processes.js";
+import { threadCpuSeconds } from "./thread-cpu.js";
 
 /**
  * Section (b) of the streaming benchmark: time to the first
@@ -20,32 +23,33 @@ import { startGateway } from "../gateway/processes.js";
  * alone on core 0 and the runtime and the clients on core 1, as pods with
  * their own CPU are deployed (the target applies there).
  *
- * Each round sends one batch of N concurrent streams directly and one through
- * the gateway, alternating which side goes first; a side's p50 is taken over
- * every first token it measured, and the per-round difference of p50s is
- * reported as the spread. Beside it, the gateway's CPU time per stream (from
- * /proc, all its threads, the whole stream: relay, billing, storing): the
- * part of its cost that the load of a shared machine does not blur.
+ * Each round sends one batch of N concurrent streams to each of three sides:
+ * the runtime directly, the floor (bare-stream-proxy.ts: a Node proxy that
+ * only relays, pinned where the gateway is) and the gateway, rotating which
+ * goes first; a side's p50 is taken over every first token it measured, and
+ * the per-round difference of p50s is reported as the spread. The floor
+ * splits the added time in the same run: floor minus direct is what the two
+ * extra loopback hops and a Node process in the path cost, which no change
+ * to the gateway removes; through minus floor is the gateway's own work
+ * (hooks, admission, the relay, and whatever its event loop was busy with
+ * when a first token came: another stream's terminal write, the ledger's
+ * batch). Beside it, the gateway's CPU time per stream (from /proc's per-thread
+ * schedstat, in nanoseconds, all its threads, the whole stream: relay, billing, storing): the part of its cost
+ * that the load of a shared machine does not blur. A fourth side, the
+ * gateway again with `store: false`, in the same rotation, prices the stored
+ * response's write (CPU per stream, stored minus unstored).
  */
 export interface GatewayStreamingOptions {
   rounds: number;
   clients: readonly number[];
-  /** `store: false` on every request (`--no-store`): the relay without the stored response's write. */
-  store: boolean;
 }
 
 export type Row = [string, string, string];
 
 const MODEL = "tiny-gpt";
-const bodyOf = (store: boolean) =>
-  JSON.stringify({
-    model: MODEL,
-    input: "Hello",
-    temperature: 0,
-    max_output_tokens: 8,
-    stream: true,
-    ...(store ? {} : { store: false }),
-  });
+const ASK = { model: MODEL, input: "Hello", temperature: 0, max_output_tokens: 8, stream: true };
+const BODY = JSON.stringify(ASK);
+const UNSTORED_BODY = JSON.stringify({ ...ASK, store: false });
 
 /** The bench's InferenceModel: a text-generation model whose endpoint is the runtime child. */
 function modelYaml(runtimeUrl: string): string {
@@ -70,6 +74,8 @@ const median = (values: number[]) => {
 };
 const spread = (values: number[]) =>
   `[${Math.min(...values).toFixed(2)}, ${Math.max(...values).toFixed(2)}]`;
+
+const signed = (value: number) => `${value >= 0 ? "+" : ""}${value.toFixed(2)}`;
 
 /** Milliseconds from sending the request to the first chunk holding a delta; reads to the end. */
 async function firstDeltaMs(
@@ -102,53 +108,64 @@ async function firstDeltaMs(
   return first;
 }
 
+type Side = "direct" | "floor" | "through" | "unstored";
+const SIDES: readonly Side[] = ["direct", "floor", "through", "unstored"];
+
 interface Measured {
-  direct: number[];
-  through: number[];
-  perRound: number[];
-  /** The gateway's CPU seconds (all threads) over the through batches, per stream. */
-  gatewayCpuPerStream: number;
+  firsts: Record<Side, number[]>;
+  /** Per round: p50 through minus p50 direct, floor minus direct, through minus floor. */
+  perRound: { added: number[]; hops: number[]; own: number[] };
+  /** The gateway's CPU seconds (all threads) per stream, over the through and the unstored batches. */
+  cpuPerStream: { through: number; unstored: number };
 }
 
 async function measure(
   agent: Agent,
-  direct: string,
+  origins: Record<Side, string>,
   gateway: Child,
   apiKey: string,
   clients: number,
   rounds: number,
-  body: string,
 ): Promise<Measured> {
-  const result = { direct: [] as number[], through: [] as number[], perRound: [] as number[] };
-  let gatewayCpu = 0;
-  const batch = (origin: string, headers: Record<string, string>) =>
-    Promise.all(Array.from({ length: clients }, () => firstDeltaMs(agent, origin, headers, body)));
-  const throughBatch = async () => {
-    const before = await gateway.cpuSeconds();
-    const firsts = await batch(gateway.url, { "x-api-key": apiKey });
-    gatewayCpu += (await gateway.cpuSeconds()) - before;
-    return firsts;
+  const firsts: Record<Side, number[]> = { direct: [], floor: [], through: [], unstored: [] };
+  const perRound = { added: [] as number[], hops: [] as number[], own: [] as number[] };
+  const cpu = { through: 0, unstored: 0 };
+  const gatewaySide = (side: Side): side is "through" | "unstored" =>
+    side === "through" || side === "unstored";
+  const cpuSeconds = async () => (await threadCpuSeconds(gateway.pid)) ?? gateway.cpuSeconds();
+  const batch = async (side: Side) => {
+    const headers: Record<string, string> = gatewaySide(side) ? { "x-api-key": apiKey } : {};
+    const body = side === "unstored" ? UNSTORED_BODY : BODY;
+    const before = gatewaySide(side) ? await cpuSeconds() : 0;
+    const measured = await Promise.all(
+      Array.from({ length: clients }, () => firstDeltaMs(agent, origins[side], headers, body)),
+    );
+    if (gatewaySide(side)) cpu[side] += (await cpuSeconds()) - before;
+    return measured;
   };
   for (let i = 0; i < rounds; i++) {
-    let d: number[];
-    let t: number[];
-    if (i % 2 === 0) {
-      d = await batch(direct, {});
-      t = await throughBatch();
-    } else {
-      t = await throughBatch();
-      d = await batch(direct, {});
+    const round: Partial<Record<Side, number>> = {};
+    // Each side first, second, third and fourth in turn, so that none always follows another.
+    for (let k = 0; k < SIDES.length; k++) {
+      const side = SIDES[(i + k) % SIDES.length]!;
+      const measured = await batch(side);
+      firsts[side].push(...measured);
+      round[side] = median(measured);
     }
-    result.direct.push(...d);
-    result.through.push(...t);
-    result.perRound.push(median(t) - median(d));
+    perRound.added.push(round.through! - round.direct!);
+    perRound.hops.push(round.floor! - round.direct!);
+    perRound.own.push(round.through! - round.floor!);
   }
-  return { ...result, gatewayCpuPerStream: gatewayCpu / (rounds * clients) };
+  const streams = rounds * clients;
+  return {
+    firsts,
+    perRound,
+    cpuPerStream: { through: cpu.through / streams, unstored: cpu.unstored / streams },
+  };
 }
 
 export async function gatewayStreamingSection(options: GatewayStreamingOptions): Promise<Row[]> {
   const rows: Row[] = [];
-  const body = bodyOf(options.store);
   const maxClients = Math.max(...options.clients);
   const runtime = await startRuntimeProcess({
     path: await fixtureFolder(MODEL),
@@ -166,28 +183,54 @@ export async function gatewayStreamingSection(options: GatewayStreamingOptions):
   });
   await writeFile(join(setup.flags.modelsDir!, `${MODEL}.yaml`), modelYaml(runtime.url));
   let gateway: Child | null = null;
+  let floor: Child | null = null;
   const agent = new Agent({ connections: maxClients * 2, keepAliveTimeout: 30_000 });
   try {
     gateway = await startGateway(setup, null);
+    floor = await startChild({
+      name: "floor",
+      script: fileURLToPath(new URL("./bare-stream-proxy.ts", import.meta.url)),
+      args: [runtime.url],
+      ready: "ipc",
+    });
+    const origins = {
+      direct: runtime.url,
+      floor: floor.url,
+      through: gateway.url,
+      unstored: gateway.url,
+    };
     const run = async (layout: string) => {
-      // Warm: JIT, connections on both sides, the ledger's first writes.
-      await measure(agent, runtime.url, gateway!, setup.apiKey, maxClients, 4, body);
+      // Warm: JIT, connections on every side, the ledger's first writes.
+      await measure(agent, origins, gateway!, setup.apiKey, maxClients, 4);
       for (const clients of options.clients) {
         const m = await measure(
           agent,
-          runtime.url,
+          origins,
           gateway!,
           setup.apiKey,
           clients,
           options.rounds * (clients === 1 ? 6 : 2),
-          body,
         );
-        const added = median(m.through) - median(m.direct);
-        const verdict = layout === "pinned" ? (added < 1 ? " PASS" : " MISS") : "";
+        const { direct, floor: bare, through, unstored } = m.firsts;
+        const added = median(through) - median(direct);
+        const pinned = layout === "pinned";
+        const verdict = pinned ? (added < 1 ? " PASS" : " MISS") : "";
+        const name = `gateway ${layout}, ${clients} client(s)`;
+        const ms = (seconds: number) => (seconds * 1000).toFixed(2);
         rows.push([
-          `gateway ${layout}${options.store ? "" : " store:false"}, ${clients} client(s): first token`,
-          `direct ${median(m.direct).toFixed(2)} ms, through ${median(m.through).toFixed(2)} ms; gateway CPU ${(m.gatewayCpuPerStream * 1000).toFixed(2)} ms per whole stream`,
-          `+${added.toFixed(2)} ms (per round ${spread(m.perRound)})${verdict}${layout === "pinned" ? " (< 1 ms at p50)" : " (informative)"}`,
+          `${name}: first token`,
+          `direct ${median(direct).toFixed(2)} ms, through ${median(through).toFixed(2)} ms; gateway CPU ${ms(m.cpuPerStream.through)} ms per whole stream`,
+          `+${added.toFixed(2)} ms (per round ${spread(m.perRound.added)})${verdict}${pinned ? " (< 1 ms at p50)" : " (informative)"}`,
+        ]);
+        rows.push([
+          `${name}: split of the added time`,
+          `hops + a bare Node proxy (floor ${median(bare).toFixed(2)} ms − direct) ${signed(median(bare) - median(direct))} ms ${spread(m.perRound.hops)}`,
+          `the gateway's own (through − floor) ${signed(median(through) - median(bare))} ms ${spread(m.perRound.own)}`,
+        ]);
+        rows.push([
+          `${name}: the stored response's price`,
+          `store: false: through ${median(unstored).toFixed(2)} ms, gateway CPU ${ms(m.cpuPerStream.unstored)} ms per whole stream`,
+          `storing costs ${signed((m.cpuPerStream.through - m.cpuPerStream.unstored) * 1000)} ms CPU per stream (informative)`,
         ]);
       }
     };
@@ -195,12 +238,15 @@ export async function gatewayStreamingSection(options: GatewayStreamingOptions):
     const pin = pinning();
     if (pin) {
       try {
+        // The floor stands where the gateway stands; only one of them is busy at a time.
         pin.pin(gateway.pid, "0");
+        pin.pin(floor.pid, "0");
         pin.pin(runtime.pid, "1");
         pin.pin(process.pid, "1");
         await run("pinned");
       } finally {
-        for (const pid of [gateway.pid, runtime.pid, process.pid]) pin.pin(pid, pin.original);
+        for (const pid of [gateway.pid, floor.pid, runtime.pid, process.pid])
+          pin.pin(pid, pin.original);
       }
     } else {
       rows.push(["gateway pinned", "not run: no taskset or fewer than two cores", ""]);
@@ -208,6 +254,7 @@ export async function gatewayStreamingSection(options: GatewayStreamingOptions):
   } finally {
     await agent.close();
     await gateway?.stop();
+    await floor?.stop();
     await runtime.stop();
     await rm(setup.dir, { recursive: true, force: true });
   }

@@ -1,3 +1,4 @@
+import type { KyselyPlugin } from "kysely";
 import { describe, expect, it } from "vitest";
 import { ResponseStore, sweepIntervalMs } from "../../../gateway/store/response-store.js";
 import { openStore } from "../../../gateway/store/store.js";
@@ -6,17 +7,32 @@ import { useStoreEngines } from "./engines.js";
 
 const engines = useStoreEngines();
 
+/** Counts the INSERT statements run through the handle it is plugged into. */
+function insertCounter() {
+  const counter = { inserts: 0 };
+  const plugin: KyselyPlugin = {
+    transformQuery(args) {
+      if (args.node.kind === "InsertQueryNode") counter.inserts++;
+      return args.node;
+    },
+    transformResult: (args) => Promise.resolve(args.result),
+  };
+  return { counter, plugin };
+}
+
 /** A store of stored responses on a fresh database, with a clock the test moves. */
 async function responseStore(engine: (typeof engines)[number], retentionSeconds = 60) {
   const store = await openStore(await engine.newTarget());
   onCleanup(() => store.close());
   const clock = { now: Date.UTC(2026, 10, 25, 12) };
+  const { counter, plugin } = insertCounter();
+  const db = store.db.withPlugin(plugin);
   const responses = new ResponseStore({
-    db: () => Promise.resolve(store.db),
+    db: () => Promise.resolve(db),
     retentionSeconds,
     now: () => clock.now,
   });
-  return { store, clock, responses };
+  return { store, clock, responses, counter };
 }
 
 const turn = (id: string, previous: string | null, owner = "key:acme/") => ({
@@ -45,6 +61,38 @@ describe.each(engines)("stored responses on $name", (engine) => {
     expect(await responses.delete("resp_a", "pay:k1")).toBe(false);
     expect(await responses.delete("resp_a", "key:acme/")).toBe(true);
     expect(await responses.get("resp_a", "key:acme/")).toBeNull();
+  });
+
+  it("writes the saves asked for together in one INSERT, each readable once its save resolved", async () => {
+    const { responses, counter } = await responseStore(engine);
+    const ids = ["resp_b1", "resp_b2", "resp_b3", "resp_b4", "resp_b5"];
+    await Promise.all(ids.map((id) => responses.save(turn(id, null))));
+    expect(counter.inserts).toBe(1);
+    for (const id of ids) {
+      expect((await responses.get(id, "key:acme/"))?.response).toBe(
+        JSON.stringify({ id, object: "response" }),
+      );
+    }
+    // Apart, each save is its own statement.
+    await responses.save(turn("resp_c1", null));
+    await responses.save(turn("resp_c2", null));
+    expect(counter.inserts).toBe(3);
+  });
+
+  it("fails only the bad row of a shared INSERT; the others are stored", async () => {
+    const { responses } = await responseStore(engine);
+    await responses.save(turn("resp_dup", null));
+    const outcomes = await Promise.allSettled([
+      responses.save(turn("resp_ok1", null)),
+      responses.save(turn("resp_dup", null, "pay:k1")),
+      responses.save(turn("resp_ok2", null)),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect(await responses.get("resp_ok1", "key:acme/")).not.toBeNull();
+    expect(await responses.get("resp_ok2", "key:acme/")).not.toBeNull();
+    // The first save of the id stands; the refused one wrote nothing.
+    expect(await responses.get("resp_dup", "key:acme/")).not.toBeNull();
+    expect(await responses.get("resp_dup", "pay:k1")).toBeNull();
   });
 
   it("follows previous_response_id oldest first, within the owner, stopping at a gap", async () => {

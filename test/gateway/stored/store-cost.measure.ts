@@ -5,9 +5,13 @@
  * the same machine, on the embedded PGlite and on a PostgreSQL server.
  *
  * Then the write alone, as the answer path makes it (ResponseStore.save: one
- * INSERT of a 1.5 KB response), on each engine.
+ * INSERT of a 1.5 KB response), on each engine; and sixteen saves asked for
+ * at once (sixteen streams ending in one decode step: one shared INSERT)
+ * against the same sixteen one after another (one INSERT each), alternated,
+ * in the event loop's CPU time per save.
  *
  *   npx tsx test/gateway/stored/store-cost.measure.ts [requests per arm, default 300]
+ *   npx tsx test/gateway/stored/store-cost.measure.ts --shared   (only the sixteen saves)
  */
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -19,7 +23,8 @@ import { seedPgliteFolder } from "../../support/pglite-template.js";
 import { startPostgresServer } from "../../support/postgres-server.js";
 import { startPlatform } from "../support/platform.js";
 
-const N = Number(process.argv[2] ?? 300);
+const sharedOnly = process.argv.includes("--shared");
+const N = Number((sharedOnly ? undefined : process.argv[2]) ?? 300);
 const ASK = { model: "tiny-gpt", input: "Hello there", max_output_tokens: 4, temperature: 0 };
 
 function quantile(sorted: number[], q: number): number {
@@ -81,14 +86,66 @@ async function measureWrite(label: string, target: StoreTarget): Promise<void> {
   );
 }
 
+async function measureShared(label: string, target: StoreTarget): Promise<void> {
+  const store = await openStore(target);
+  const responses = new ResponseStore({
+    db: () => Promise.resolve(store.db),
+    retentionSeconds: 3600,
+    now: Date.now,
+  });
+  const response = JSON.stringify({ object: "response", text: "x".repeat(1500) });
+  let n = 0;
+  const save = () =>
+    responses.save({
+      id: `resp_s${n++}`,
+      owner: "key:acme/",
+      model: "tiny-gpt",
+      previousResponseId: null,
+      inputItems: '[{"id":"msg_1","type":"message","role":"user","content":[]}]',
+      response,
+      servedBy: "http://10.0.0.7:8000",
+    });
+  const cpu = { shared: [] as number[], alone: [] as number[] };
+  for (let round = 0; round < 60; round++) {
+    for (const arm of round % 2 === 0
+      ? (["shared", "alone"] as const)
+      : (["alone", "shared"] as const)) {
+      const before = process.cpuUsage();
+      if (arm === "shared") await Promise.all(Array.from({ length: 16 }, save));
+      else for (let i = 0; i < 16; i++) await save();
+      const used = process.cpuUsage(before);
+      if (round >= 10) cpu[arm].push((used.user + used.system) / 1000 / 16);
+    }
+  }
+  await store.close();
+  const p50 = (values: number[]) =>
+    quantile(
+      values.sort((a, b) => a - b),
+      0.5,
+    );
+  console.log(
+    `${label} 16 saves at once: p50 ${p50(cpu.shared).toFixed(3)} ms CPU per save (one INSERT); ` +
+      `one after another ${p50(cpu.alone).toFixed(3)} ms (16 INSERTs); ` +
+      `${(p50(cpu.alone) / p50(cpu.shared)).toFixed(1)}x`,
+  );
+}
+
 const server = await startPostgresServer();
 try {
-  const dataDir = join(await mkdtemp(join(tmpdir(), "store-cost-")), "db");
-  await seedPgliteFolder(dataDir);
-  await measureWrite("pglite", { dataDir });
-  await measureWrite("postgres", { url: await server.createDatabase() });
-  await measure("pglite");
-  await measure("postgres", await server.createDatabase());
+  if (!sharedOnly) {
+    const dataDir = join(await mkdtemp(join(tmpdir(), "store-cost-")), "db");
+    await seedPgliteFolder(dataDir);
+    await measureWrite("pglite", { dataDir });
+    await measureWrite("postgres", { url: await server.createDatabase() });
+  }
+  const sharedDir = join(await mkdtemp(join(tmpdir(), "store-cost-")), "db");
+  await seedPgliteFolder(sharedDir);
+  await measureShared("pglite", { dataDir: sharedDir });
+  await measureShared("postgres", { url: await server.createDatabase() });
+  if (!sharedOnly) {
+    await measure("pglite");
+    await measure("postgres", await server.createDatabase());
+  }
 } finally {
   await server.stop();
 }
