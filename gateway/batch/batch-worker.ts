@@ -19,6 +19,7 @@ import type { Upstream } from "../upstream/forward.js";
 import { relayOf } from "../upstream/relay.js";
 import { BatchPacer } from "./batch-pacer.js";
 import { batchCostOf } from "./batch-pricing.js";
+import { addCounts, type Counts } from "./batch-store.js";
 import { validateLines } from "./batch-validation.js";
 import { sweepAbandonedUploads, writeGeneratedFile } from "./file-store.js";
 import type { StoreHandle } from "./files.routes.js";
@@ -82,6 +83,8 @@ type Outcome =
   | { state: "retry" };
 
 const OUTPUT_FILE_DAYS = 30;
+/** The counter row of the lines a finalization fails (a worker's own is its id). */
+const FINAL_SLOT = "final";
 const RETRY_DELAY_MS = 1000;
 const SWEEP_EVERY_MS = 60_000;
 const ABANDONED_UPLOAD_MS = 60 * 60_000;
@@ -258,16 +261,22 @@ export class BatchWorker {
           terminal === "expired"
             ? "This request was not run within the batch's completion window."
             : "This request was not run: the batch was cancelled.";
-        await sql`
-          UPDATE batch_lines SET state = 'failed', lease_owner = NULL, lease_until = NULL,
-            result = json_build_object(
-              'id', 'batch_req_' || substr(md5(batch_id || ':' || line_no), 1, 24),
-              'custom_id', custom_id,
-              'response', NULL,
-              'error', json_build_object('code', ${code}::text, 'message', ${message}::text)
-            )::text
-          WHERE batch_id = ${batch.id} AND state = 'pending'
+        const failed = await sql<{ n: string }>`
+          WITH failed AS (
+            UPDATE batch_lines SET state = 'failed', lease_owner = NULL, lease_until = NULL,
+              result = json_build_object(
+                'id', 'batch_req_' || substr(md5(batch_id || ':' || line_no), 1, 24),
+                'custom_id', custom_id,
+                'response', NULL,
+                'error', json_build_object('code', ${code}::text, 'message', ${message}::text)
+              )::text
+            WHERE batch_id = ${batch.id} AND state = 'pending'
+            RETURNING 1
+          )
+          SELECT count(*) AS n FROM failed
         `.execute(trx);
+        const n = Number(failed.rows[0]?.n ?? 0);
+        await addCounts(trx, FINAL_SLOT, new Map([[batch.id, { completed: 0, failed: n }]]));
       }
       const file = (kind: "output" | "error") => ({
         owner: { account: batch.account, project: batch.project },
@@ -446,15 +455,23 @@ export class BatchWorker {
           result: JSON.stringify(outcome.line),
         })),
       );
-      const written = await sql<{ batch_id: string; line_no: number }>`
+      const written = await sql<{ batch_id: string; line_no: number; state: string }>`
         UPDATE batch_lines AS l
         SET state = v.state, result = v.result, lease_owner = NULL, lease_until = NULL
         FROM json_to_recordset(${rows}::json)
           AS v(batch_id text, line_no integer, state text, result text)
         WHERE l.batch_id = v.batch_id AND l.line_no = v.line_no
           AND l.lease_owner = ${this.id} AND l.state = 'pending'
-        RETURNING l.batch_id, l.line_no
+        RETURNING l.batch_id, l.line_no, l.state
       `.execute(trx);
+      const counts = new Map<string, Counts>();
+      for (const row of written.rows) {
+        const entry = counts.get(row.batch_id) ?? { completed: 0, failed: 0 };
+        if (row.state === "completed") entry.completed++;
+        else entry.failed++;
+        counts.set(row.batch_id, entry);
+      }
+      await addCounts(trx, this.id, counts);
       // A line not written was taken by another worker after this lease
       // expired, or its batch ended: its result is not this one, nor its usage.
       const mine = new Set(written.rows.map((row) => `${row.batch_id}:${row.line_no}`));
