@@ -113,6 +113,8 @@ export class BatchWorker {
   /** The writer: one group's transaction after another. */
   private writing: Promise<void> = Promise.resolve();
   private lastWrite = 0;
+  /** Per batch, the line after the last this worker leased: where its next lease looks first. */
+  private readonly scanFrom = new Map<string, number>();
 
   constructor(private readonly options: BatchWorkerOptions) {
     this.id = options.workerId ?? `worker-${randomHex(8)}`;
@@ -397,27 +399,79 @@ export class BatchWorker {
     return this.writing;
   }
 
+  /**
+   * Leases up to `count` pending lines whose lease is free or expired: the
+   * oldest batch's first, in line order. One batch at a time, so that each
+   * statement walks one batch's pending index in order and stops after
+   * `count` rows; ordering every batch's pending lines together made each
+   * lease sort them all, a cost growing with what was pending.
+   */
   async lease(db: Kysely<Database>, count: number): Promise<LeasedLine[]> {
-    const until = new Date(this.now() + this.options.leaseMs);
     const now = new Date(this.now());
-    const result = await sql<LeasedLine>`
+    const batches = await db
+      .selectFrom("batches")
+      .select(["id", "account", "project", "key_id"])
+      .where("status", "=", "in_progress")
+      .where("expires_at", ">", now)
+      .orderBy("created_at")
+      .orderBy("id")
+      .execute();
+    const leased: LeasedLine[] = [];
+    for (const batch of batches) {
+      if (leased.length >= count) break;
+      const from = this.scanFrom.get(batch.id) ?? 0;
+      let lines = await this.leaseLines(db, batch.id, from, count - leased.length);
+      // Nothing after where this worker last leased: lines before it (a
+      // dead worker's expired leases, lines handed back to retry) are looked for.
+      if (lines.length < count - leased.length && from > 0) {
+        lines = lines.concat(
+          await this.leaseLines(db, batch.id, 0, count - leased.length - lines.length),
+        );
+      }
+      if (lines.length > 0)
+        this.scanFrom.set(batch.id, Math.max(...lines.map((line) => line.line_no)) + 1);
+      else this.scanFrom.delete(batch.id);
+      for (const line of lines) {
+        leased.push({
+          ...line,
+          batch_id: batch.id,
+          account: batch.account,
+          project: batch.project,
+          key_id: batch.key_id,
+        });
+      }
+    }
+    return leased.sort((a, b) => a.line_no - b.line_no);
+  }
+
+  /**
+   * One batch's free pending lines from `from` on, in line order. The range
+   * keeps the walk of the pending index short: its entries before `from` are
+   * for lines done or leased, dead until vacuumed.
+   */
+  private async leaseLines(
+    db: Kysely<Database>,
+    batchId: string,
+    from: number,
+    count: number,
+  ): Promise<Array<Pick<LeasedLine, "line_no" | "custom_id" | "body">>> {
+    const now = new Date(this.now());
+    const until = new Date(this.now() + this.options.leaseMs);
+    const result = await sql<Pick<LeasedLine, "line_no" | "custom_id" | "body">>`
       UPDATE batch_lines AS l
       SET lease_owner = ${this.id}, lease_until = ${until}
-      FROM batches AS b
-      WHERE b.id = l.batch_id
-        AND (l.batch_id, l.line_no) IN (
-          SELECT c.batch_id, c.line_no
-          FROM batch_lines AS c JOIN batches AS cb ON cb.id = c.batch_id
-          WHERE cb.status = 'in_progress' AND cb.expires_at > ${now}
-            AND c.state = 'pending'
+      WHERE l.batch_id = ${batchId}
+        AND l.line_no IN (
+          SELECT c.line_no FROM batch_lines AS c
+          WHERE c.batch_id = ${batchId} AND c.state = 'pending' AND c.line_no >= ${from}
             AND (c.lease_until IS NULL OR c.lease_until < ${now})
-          ORDER BY cb.created_at, c.batch_id, c.line_no
+          ORDER BY c.line_no
           LIMIT ${count}
-          FOR UPDATE OF c SKIP LOCKED
+          FOR UPDATE SKIP LOCKED
         )
-      RETURNING l.batch_id, l.line_no, l.custom_id, l.body, b.account, b.project, b.key_id
+      RETURNING l.line_no, l.custom_id, l.body
     `.execute(db);
-    return result.rows.sort((a, b) => a.line_no - b.line_no);
+    return result.rows;
   }
 
   /**
