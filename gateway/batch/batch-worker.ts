@@ -457,18 +457,21 @@ export class BatchWorker {
   ): Promise<Array<Pick<LeasedLine, "line_no" | "custom_id" | "body">>> {
     const now = new Date(this.now());
     const until = new Date(this.now() + this.options.leaseMs);
+    // The pick is a CTE, so it runs once: as an IN (...) subquery the
+    // planner may run it again per row, each run skipping other rows.
     const result = await sql<Pick<LeasedLine, "line_no" | "custom_id" | "body">>`
+      WITH picked AS MATERIALIZED (
+        SELECT c.line_no FROM batch_lines AS c
+        WHERE c.batch_id = ${batchId} AND c.state = 'pending' AND c.line_no >= ${from}
+          AND (c.lease_until IS NULL OR c.lease_until < ${now})
+        ORDER BY c.line_no
+        LIMIT ${count}
+        FOR UPDATE SKIP LOCKED
+      )
       UPDATE batch_lines AS l
       SET lease_owner = ${this.id}, lease_until = ${until}
-      WHERE l.batch_id = ${batchId}
-        AND l.line_no IN (
-          SELECT c.line_no FROM batch_lines AS c
-          WHERE c.batch_id = ${batchId} AND c.state = 'pending' AND c.line_no >= ${from}
-            AND (c.lease_until IS NULL OR c.lease_until < ${now})
-          ORDER BY c.line_no
-          LIMIT ${count}
-          FOR UPDATE SKIP LOCKED
-        )
+      FROM picked
+      WHERE l.batch_id = ${batchId} AND l.line_no = picked.line_no
       RETURNING l.line_no, l.custom_id, l.body
     `.execute(db);
     return result.rows;
