@@ -2,19 +2,19 @@ import { describe, expect, it } from "vitest";
 import { BatchPacer } from "../../../gateway/batch/batch-pacer.js";
 
 describe("BatchPacer", () => {
-  it("starts at its maximum and halves on each answer that saw interactive work, down to one", () => {
+  it("starts at its maximum and halves on each answer that saw interactive requests waiting, down to one", () => {
     const pacer = new BatchPacer(32);
     expect(pacer.limit).toBe(32);
     pacer.observe(3);
     expect(pacer.limit).toBe(16);
-    for (let i = 0; i < 10; i++) pacer.observe(1);
+    for (let i = 0; i < 10; i++) pacer.observe(2);
     expect(pacer.limit).toBe(1);
   });
 
   it("grows by one per quiet answer, up to its maximum", () => {
     const pacer = new BatchPacer(4);
-    pacer.observe(1);
-    pacer.observe(1);
+    pacer.observe(2);
+    pacer.observe(2);
     expect(pacer.limit).toBe(1);
     pacer.observe(0);
     expect(pacer.limit).toBe(2);
@@ -22,16 +22,37 @@ describe("BatchPacer", () => {
     expect(pacer.limit).toBe(4);
   });
 
-  it("spaces lines out while pressure lasts at one line in flight, and stops spacing once quiet", () => {
+  it("beside interactive traffic the runtime keeps up with, settles at a quarter of its maximum, from above or below", () => {
+    const pacer = new BatchPacer(32);
+    pacer.observe(1);
+    expect(pacer.limit).toBe(16);
+    pacer.observe(1);
+    expect(pacer.limit).toBe(8);
+    for (let i = 0; i < 10; i++) pacer.observe(1);
+    expect([pacer.limit, pacer.spacingMs]).toEqual([8, 0]);
+    for (let i = 0; i < 10; i++) pacer.observe(5);
+    expect(pacer.limit).toBe(1);
+    pacer.observe(1);
+    expect([pacer.limit, pacer.spacingMs]).toEqual([2, 0]);
+    for (let i = 0; i < 20; i++) pacer.observe(1);
+    expect(pacer.limit).toBe(8);
+    const small = new BatchPacer(2);
+    small.observe(1);
+    expect(small.limit).toBe(1);
+  });
+
+  it("spaces lines out while interactive requests keep waiting at one line in flight, and stops spacing once they do not", () => {
     const pacer = new BatchPacer(2);
+    pacer.observe(2);
+    expect([pacer.limit, pacer.spacingMs]).toEqual([1, 0]);
+    pacer.observe(2);
+    expect(pacer.spacingMs).toBe(5);
+    pacer.observe(3);
+    expect(pacer.spacingMs).toBe(10);
+    for (let i = 0; i < 10; i++) pacer.observe(2);
+    expect(pacer.spacingMs).toBe(100);
     pacer.observe(1);
     expect([pacer.limit, pacer.spacingMs]).toEqual([1, 0]);
-    pacer.observe(1);
-    expect(pacer.spacingMs).toBe(5);
-    pacer.observe(1);
-    expect(pacer.spacingMs).toBe(10);
-    for (let i = 0; i < 10; i++) pacer.observe(1);
-    expect(pacer.spacingMs).toBe(100);
     pacer.observe(0);
     expect([pacer.limit, pacer.spacingMs]).toEqual([2, 0]);
   });
