@@ -32,10 +32,12 @@ export const RESPONSE_ID_HEADER = "x-modelgate-response-id";
 export const PRIORITY_HEADER = "x-modelgate-priority";
 
 /**
- * On a runtime's answer to a batch request: how many interactive requests
- * were waiting or running in the runtime as it answered, or 1 when none
- * were but some arrived within the last 250 ms. The batch workers keep
- * fewer lines in flight while it is above 0 (gateway/batch/batch-pacer.ts).
+ * On a runtime's answer to a batch request, the interactive pressure as it
+ * answered: 0 with no interactive traffic (none running, waiting, nor
+ * arrived within the last 250 ms); 1 with some but none waiting; 1 + the
+ * number of interactive requests waiting for a step otherwise. The batch
+ * workers keep their share of spare room at 1 and back off above it
+ * (gateway/batch/batch-pacer.ts).
  */
 export const INTERACTIVE_LOAD_HEADER = "x-modelgate-interactive-load";
 

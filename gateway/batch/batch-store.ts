@@ -103,7 +103,10 @@ export async function findBatch(
   return query.executeTakeFirst();
 }
 
-/** Completed and failed lines of each batch. */
+/**
+ * Completed and failed lines of each batch: the sums of its counters
+ * (migration 0006), written with the results they count.
+ */
 export async function countsOf(
   db: Kysely<Database>,
   ids: readonly string[],
@@ -111,18 +114,46 @@ export async function countsOf(
   const counts = new Map<string, Counts>(ids.map((id) => [id, { completed: 0, failed: 0 }]));
   if (ids.length === 0) return counts;
   const rows = await db
-    .selectFrom("batch_lines")
-    .select(["batch_id", "state", (eb) => eb.fn.countAll<string>().as("n")])
+    .selectFrom("batch_counts")
+    .select((eb) => [
+      "batch_id",
+      eb.fn.sum<string>("completed").as("completed"),
+      eb.fn.sum<string>("failed").as("failed"),
+    ])
     .where("batch_id", "in", ids)
-    .where("state", "!=", "pending")
-    .groupBy(["batch_id", "state"])
+    .groupBy("batch_id")
     .execute();
   for (const row of rows) {
-    const entry = counts.get(row.batch_id)!;
-    if (row.state === "completed") entry.completed = Number(row.n);
-    else entry.failed = Number(row.n);
+    counts.set(row.batch_id, { completed: Number(row.completed), failed: Number(row.failed) });
   }
   return counts;
+}
+
+/**
+ * Adds results to a batch's counters, in the caller's transaction: `slot`
+ * is the writer's own row, so writers never wait on each other's counter.
+ */
+export async function addCounts(
+  db: Kysely<Database>,
+  slot: string,
+  added: ReadonlyMap<string, Counts>,
+): Promise<void> {
+  // Batch ids in order: two writers touching the same batches lock them in one order.
+  const rows = [...added]
+    .filter(([, c]) => c.completed + c.failed > 0)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([batch_id, c]) => ({ batch_id, slot, completed: c.completed, failed: c.failed }));
+  if (rows.length === 0) return;
+  await db
+    .insertInto("batch_counts")
+    .values(rows)
+    .onConflict((conflict) =>
+      conflict.columns(["batch_id", "slot"]).doUpdateSet((eb) => ({
+        completed: eb("batch_counts.completed", "+", eb.ref("excluded.completed")),
+        failed: eb("batch_counts.failed", "+", eb.ref("excluded.failed")),
+      })),
+    )
+    .execute();
 }
 
 export async function batchObject(

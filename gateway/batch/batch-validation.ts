@@ -132,21 +132,36 @@ export async function validateLines(
   }
   const validator = new BatchLineValidator(registry, batch.endpoint);
   let rows: Array<{ line_no: number; custom_id: string; body: string }> = [];
-  const flush = async () => {
-    if (rows.length === 0) return;
+  const insert = async (chunk: typeof rows) => {
     const written = await trx
       .insertInto("batch_lines")
-      .values(rows.map((row) => ({ ...row, batch_id: batch.id, state: "pending" as const })))
+      .values(chunk.map((row) => ({ ...row, batch_id: batch.id, state: "pending" as const })))
       .onConflict((conflict) => conflict.columns(["batch_id", "custom_id"]).doNothing())
       .returning("line_no")
       .execute();
-    if (written.length < rows.length) {
+    if (written.length < chunk.length) {
       const kept = new Set(written.map((row) => row.line_no));
-      for (const row of rows) {
+      for (const row of chunk) {
         if (!kept.has(row.line_no)) addError(duplicateCustomId(row.line_no, row.custom_id));
       }
     }
+  };
+  // One insert in flight while the next rows are checked: the store writes
+  // while the gateway parses, instead of each waiting for the other.
+  let inserting: Promise<unknown> = Promise.resolve();
+  let insertFailure: { error: unknown } | null = null;
+  const settle = async () => {
+    await inserting;
+    if (insertFailure) throw insertFailure.error;
+  };
+  const flush = async () => {
+    if (rows.length === 0) return;
+    const chunk = rows;
     rows = [];
+    await settle();
+    inserting = insert(chunk).catch((error: unknown) => {
+      insertFailure = { error };
+    });
   };
   try {
     for await (const { line, text } of fileLines(trx, file.id)) {
@@ -170,7 +185,9 @@ export async function validateLines(
       if (rows.length >= INSERT_ROWS) await flush();
     }
     await flush();
+    await settle();
   } catch (error) {
+    await inserting;
     addError({
       code: "invalid_file",
       message: `The input file could not be read as UTF-8 text: ${errorText(error)}`,

@@ -19,6 +19,7 @@ import type { Upstream } from "../upstream/forward.js";
 import { relayOf } from "../upstream/relay.js";
 import { BatchPacer } from "./batch-pacer.js";
 import { batchCostOf } from "./batch-pricing.js";
+import { addCounts, type Counts } from "./batch-store.js";
 import { validateLines } from "./batch-validation.js";
 import { sweepAbandonedUploads, sweepExpiredFiles, writeGeneratedFile } from "./file-store.js";
 import type { StoreHandle } from "./files.routes.js";
@@ -82,6 +83,8 @@ type Outcome =
   | { state: "retry" };
 
 const OUTPUT_FILE_DAYS = 30;
+/** The counter row of the lines a finalization fails (a worker's own is its id). */
+const FINAL_SLOT = "final";
 const RETRY_DELAY_MS = 1000;
 const SWEEP_EVERY_MS = 60_000;
 const ABANDONED_UPLOAD_MS = 60 * 60_000;
@@ -110,6 +113,8 @@ export class BatchWorker {
   /** The writer: one group's transaction after another. */
   private writing: Promise<void> = Promise.resolve();
   private lastWrite = 0;
+  /** Per batch, the line after the last this worker leased: where its next lease looks first. */
+  private readonly scanFrom = new Map<string, number>();
 
   constructor(private readonly options: BatchWorkerOptions) {
     this.id = options.workerId ?? `worker-${randomHex(8)}`;
@@ -259,16 +264,22 @@ export class BatchWorker {
           terminal === "expired"
             ? "This request was not run within the batch's completion window."
             : "This request was not run: the batch was cancelled.";
-        await sql`
-          UPDATE batch_lines SET state = 'failed', lease_owner = NULL, lease_until = NULL,
-            result = json_build_object(
-              'id', 'batch_req_' || substr(md5(batch_id || ':' || line_no), 1, 24),
-              'custom_id', custom_id,
-              'response', NULL,
-              'error', json_build_object('code', ${code}::text, 'message', ${message}::text)
-            )::text
-          WHERE batch_id = ${batch.id} AND state = 'pending'
+        const failed = await sql<{ n: string }>`
+          WITH failed AS (
+            UPDATE batch_lines SET state = 'failed', lease_owner = NULL, lease_until = NULL,
+              result = json_build_object(
+                'id', 'batch_req_' || substr(md5(batch_id || ':' || line_no), 1, 24),
+                'custom_id', custom_id,
+                'response', NULL,
+                'error', json_build_object('code', ${code}::text, 'message', ${message}::text)
+              )::text
+            WHERE batch_id = ${batch.id} AND state = 'pending'
+            RETURNING 1
+          )
+          SELECT count(*) AS n FROM failed
         `.execute(trx);
+        const n = Number(failed.rows[0]?.n ?? 0);
+        await addCounts(trx, FINAL_SLOT, new Map([[batch.id, { completed: 0, failed: n }]]));
       }
       const file = (kind: "output" | "error") => ({
         owner: { account: batch.account, project: batch.project },
@@ -389,27 +400,82 @@ export class BatchWorker {
     return this.writing;
   }
 
+  /**
+   * Leases up to `count` pending lines whose lease is free or expired: the
+   * oldest batch's first, in line order. One batch at a time, so that each
+   * statement walks one batch's pending index in order and stops after
+   * `count` rows; ordering every batch's pending lines together made each
+   * lease sort them all, a cost growing with what was pending.
+   */
   async lease(db: Kysely<Database>, count: number): Promise<LeasedLine[]> {
-    const until = new Date(this.now() + this.options.leaseMs);
     const now = new Date(this.now());
-    const result = await sql<LeasedLine>`
+    const batches = await db
+      .selectFrom("batches")
+      .select(["id", "account", "project", "key_id"])
+      .where("status", "=", "in_progress")
+      .where("expires_at", ">", now)
+      .orderBy("created_at")
+      .orderBy("id")
+      .execute();
+    const leased: LeasedLine[] = [];
+    for (const batch of batches) {
+      if (leased.length >= count) break;
+      const from = this.scanFrom.get(batch.id) ?? 0;
+      let lines = await this.leaseLines(db, batch.id, from, count - leased.length);
+      // Nothing after where this worker last leased: lines before it (a
+      // dead worker's expired leases, lines handed back to retry) are looked for.
+      if (lines.length < count - leased.length && from > 0) {
+        lines = lines.concat(
+          await this.leaseLines(db, batch.id, 0, count - leased.length - lines.length),
+        );
+      }
+      if (lines.length > 0)
+        this.scanFrom.set(batch.id, Math.max(...lines.map((line) => line.line_no)) + 1);
+      else this.scanFrom.delete(batch.id);
+      for (const line of lines) {
+        leased.push({
+          ...line,
+          batch_id: batch.id,
+          account: batch.account,
+          project: batch.project,
+          key_id: batch.key_id,
+        });
+      }
+    }
+    return leased.sort((a, b) => a.line_no - b.line_no);
+  }
+
+  /**
+   * One batch's free pending lines from `from` on, in line order. The range
+   * keeps the walk of the pending index short: its entries before `from` are
+   * for lines done or leased, dead until vacuumed.
+   */
+  private async leaseLines(
+    db: Kysely<Database>,
+    batchId: string,
+    from: number,
+    count: number,
+  ): Promise<Array<Pick<LeasedLine, "line_no" | "custom_id" | "body">>> {
+    const now = new Date(this.now());
+    const until = new Date(this.now() + this.options.leaseMs);
+    // The pick is a CTE, so it runs once: as an IN (...) subquery the
+    // planner may run it again per row, each run skipping other rows.
+    const result = await sql<Pick<LeasedLine, "line_no" | "custom_id" | "body">>`
+      WITH picked AS MATERIALIZED (
+        SELECT c.line_no FROM batch_lines AS c
+        WHERE c.batch_id = ${batchId} AND c.state = 'pending' AND c.line_no >= ${from}
+          AND (c.lease_until IS NULL OR c.lease_until < ${now})
+        ORDER BY c.line_no
+        LIMIT ${count}
+        FOR UPDATE SKIP LOCKED
+      )
       UPDATE batch_lines AS l
       SET lease_owner = ${this.id}, lease_until = ${until}
-      FROM batches AS b
-      WHERE b.id = l.batch_id
-        AND (l.batch_id, l.line_no) IN (
-          SELECT c.batch_id, c.line_no
-          FROM batch_lines AS c JOIN batches AS cb ON cb.id = c.batch_id
-          WHERE cb.status = 'in_progress' AND cb.expires_at > ${now}
-            AND c.state = 'pending'
-            AND (c.lease_until IS NULL OR c.lease_until < ${now})
-          ORDER BY cb.created_at, c.batch_id, c.line_no
-          LIMIT ${count}
-          FOR UPDATE OF c SKIP LOCKED
-        )
-      RETURNING l.batch_id, l.line_no, l.custom_id, l.body, b.account, b.project, b.key_id
+      FROM picked
+      WHERE l.batch_id = ${batchId} AND l.line_no = picked.line_no
+      RETURNING l.line_no, l.custom_id, l.body
     `.execute(db);
-    return result.rows.sort((a, b) => a.line_no - b.line_no);
+    return result.rows;
   }
 
   /**
@@ -447,15 +513,23 @@ export class BatchWorker {
           result: JSON.stringify(outcome.line),
         })),
       );
-      const written = await sql<{ batch_id: string; line_no: number }>`
+      const written = await sql<{ batch_id: string; line_no: number; state: string }>`
         UPDATE batch_lines AS l
         SET state = v.state, result = v.result, lease_owner = NULL, lease_until = NULL
         FROM json_to_recordset(${rows}::json)
           AS v(batch_id text, line_no integer, state text, result text)
         WHERE l.batch_id = v.batch_id AND l.line_no = v.line_no
           AND l.lease_owner = ${this.id} AND l.state = 'pending'
-        RETURNING l.batch_id, l.line_no
+        RETURNING l.batch_id, l.line_no, l.state
       `.execute(trx);
+      const counts = new Map<string, Counts>();
+      for (const row of written.rows) {
+        const entry = counts.get(row.batch_id) ?? { completed: 0, failed: 0 };
+        if (row.state === "completed") entry.completed++;
+        else entry.failed++;
+        counts.set(row.batch_id, entry);
+      }
+      await addCounts(trx, this.id, counts);
       // A line not written was taken by another worker after this lease
       // expired, or its batch ended: its result is not this one, nor its usage.
       const mine = new Set(written.rows.map((row) => `${row.batch_id}:${row.line_no}`));

@@ -15,6 +15,7 @@ export interface Database {
   file_chunks: FileChunksTable;
   batches: BatchesTable;
   batch_lines: BatchLinesTable;
+  batch_counts: BatchCountsTable;
 }
 
 /** The routes a ledger row can come from. */
@@ -144,4 +145,13 @@ export interface BatchLinesTable {
   lease_until: Timestamp | null;
   /** The output line (JSON text) once the line has its result. */
   result: string | null;
+}
+
+/** Results counted per batch and writer (migration 0006): a batch's counts are its slots' sums. */
+export interface BatchCountsTable {
+  batch_id: string;
+  /** The worker that wrote the results, or `final` for lines failed by a finalization. */
+  slot: string;
+  completed: ColumnType<number, number | undefined, number>;
+  failed: ColumnType<number, number | undefined, number>;
 }

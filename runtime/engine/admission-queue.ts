@@ -119,16 +119,17 @@ export class AdmissionQueue<J, R> {
   }
 
   /**
-   * What batch work must make way for: the interactive load, or 1 while
-   * none is here but some arrived within `interactiveQuietMs` (at a steady
-   * rate the next one is due within a step). Runtimes send it on batch
-   * answers, so the workers stay paced down for as long as interactive
-   * traffic lasts, not only while a request happens to wait.
+   * What batch work must make way for, sent on batch answers: 0 while no
+   * interactive traffic is here nor arrived within `interactiveQuietMs`; 1
+   * while there is some but none waits (the runtime keeps up: batch work may
+   * take its share of each step); 1 + the number waiting while interactive
+   * requests queue for a step (batch work must back off). Reporting the
+   * waiting apart from the running lets the workers keep filling spare room
+   * beside a steady stream instead of stopping for it.
    */
   get interactivePressure(): number {
-    const load = this.interactiveLoad;
-    if (load > 0) return load;
-    return this.interactiveRecent() ? 1 : 0;
+    const present = this.interactiveLoad > 0 || this.interactiveRecent();
+    return present ? 1 + this.waiting.length : 0;
   }
 
   private interactiveRecent(): boolean {

@@ -223,11 +223,20 @@ describe("AdmissionQueue", () => {
     expect(queue.interactivePressure).toBe(0);
     void queue.submit("i1");
     void queue.submit("i2");
-    expect(queue.interactivePressure).toBe(2);
-    for (const admitted of queue.take(2)) admitted.resolve("done");
-    now = 249;
+    // Two waiting: back off.
+    expect(queue.interactivePressure).toBe(3);
+    const admitted = queue.take(2);
+    // Running, none waiting: the runtime keeps up.
     expect(queue.interactivePressure).toBe(1);
-    now = 250;
+    now = 1000;
+    expect(queue.interactivePressure).toBe(1);
+    for (const entry of admitted) entry.resolve("done");
+    expect(queue.interactivePressure).toBe(0);
+    void queue.submit("i3");
+    for (const entry of queue.take(1)) entry.resolve("done");
+    now = 1249;
+    expect(queue.interactivePressure).toBe(1);
+    now = 1250;
     expect(queue.interactivePressure).toBe(0);
   });
 });

@@ -4,6 +4,7 @@ import * as usageRead from "./0002-usage-read.js";
 import * as storedResponses from "./0003-stored-responses.js";
 import * as filesAndBatches from "./0004-files-and-batches.js";
 import * as cachedTokens from "./0005-cached-tokens.js";
+import * as batchCounts from "./0006-batch-counts.js";
 
 /**
  * Every migration, by name, in the order they apply. Listed here rather than
@@ -17,4 +18,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0003-stored-responses": storedResponses,
   "0004-files-and-batches": filesAndBatches,
   "0005-cached-tokens": cachedTokens,
+  "0006-batch-counts": batchCounts,
 };

@@ -62,6 +62,17 @@ async function rssMb(pid: number): Promise<number> {
   return kb ? Number(kb) / 1024 : Number.NaN;
 }
 
+/**
+ * The V8 heap in use in the child (its metrics endpoint), in MiB: beside the
+ * peak RSS, it tells memory the process keeps (a heap that grows from batch
+ * to batch) from garbage not yet collected (RSS up, heap back down).
+ */
+async function heapUsedMb(metricsUrl: string): Promise<number> {
+  const text = await (await fetch(metricsUrl)).text().catch(() => "");
+  const bytes = /^nodejs_heap_size_used_bytes (\S+)$/m.exec(text)?.[1];
+  return bytes ? Number(bytes) / 1024 / 1024 : Number.NaN;
+}
+
 /** Runs `step` while sampling the process's RSS: seconds taken and peak growth over the start. */
 async function measured<T>(
   pid: number,
@@ -180,6 +191,7 @@ export async function runIngestBench(
     });
     const pid = gateway.child.pid!;
     const url = `http://127.0.0.1:${port}`;
+    const heap = () => heapUsedMb(`http://127.0.0.1:${metricsPort}/metrics`);
     const client = openaiClient(url, key.key);
     log(
       `ingest: gateway child pid ${pid} on ${plan.store ?? "postgres"}, ${fmt(await rssMb(pid))} MiB resident at start`,
@@ -220,6 +232,7 @@ export async function runIngestBench(
     }
 
     for (const count of plan.batches) {
+      const heapBefore = await heap();
       const run = await measured(pid, async () => {
         const created = await submit(
           client,
@@ -232,11 +245,12 @@ export async function runIngestBench(
         log(`batch of ${count}: ${done.status} ${JSON.stringify(done.request_counts)}`);
         broken = true;
       }
+      const heapAfter = await heap();
       log(
-        `batch of ${count} lines in the child: ${fmt(run.seconds)} s (${fmt(count / run.seconds)} req/s), RSS +${fmt(run.growthMb)} MiB`,
+        `batch of ${count} lines in the child: ${fmt(run.seconds)} s (${fmt(count / run.seconds)} req/s), RSS +${fmt(run.growthMb)} MiB, heap used ${fmt(heapBefore)} -> ${fmt(heapAfter)} MiB`,
       );
       rows.push(
-        `| worker, batch of ${count} lines | ${fmt(run.seconds)} s (${fmt(count / run.seconds)} req/s), RSS +${fmt(run.growthMb)} MiB | flat |`,
+        `| worker, batch of ${count} lines | ${fmt(run.seconds)} s (${fmt(count / run.seconds)} req/s), RSS +${fmt(run.growthMb)} MiB (heap used ${fmt(heapBefore)} -> ${fmt(heapAfter)} MiB) | flat |`,
       );
     }
   } finally {

@@ -48,6 +48,15 @@ const plan = quick
       rateRounds: 2,
       workers: 32,
     };
+// A targeted sub-run while working on one figure: `--lines=N`, `--rounds=N`,
+// `--clients=64` (the probes), `--only=throughput|beside|ingest`
+// (comma-separated); the table then holds the sections run.
+const option = (name: string) =>
+  process.argv.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
+if (option("lines")) plan.lines = Number(option("lines"));
+if (option("rounds")) plan.rounds = Number(option("rounds"));
+if (option("clients")) plan.clients = option("clients")!.split(",").map(Number);
+const only = new Set(option("only")?.split(",") ?? ["throughput", "beside", "ingest"]);
 const { log, elapsedSeconds } = startRun(quick ? 600_000 : 3_600_000);
 log(`modelgate batch benchmark (${quick ? "quick" : "full"}): ${JSON.stringify(plan)}`);
 
@@ -155,7 +164,7 @@ for (const clients of plan.clients) {
 }
 const syncRounds: number[] = [];
 const batchRounds: number[] = [];
-for (let round = 0; round < plan.rounds; round++) {
+for (let round = 0; only.has("throughput") && round < plan.rounds; round++) {
   const sides = [
     async () => syncRounds.push(await measured("sync", () => syncRps(best.clients, plan.lines))),
     async () => batchRounds.push(await measured("batch", () => batchRps(plan.lines))),
@@ -166,8 +175,9 @@ for (let round = 0; round < plan.rounds; round++) {
     `round ${round + 1}: sync ${fmt(syncRounds.at(-1)!)} req/s at ${best.clients} clients, batch ${fmt(batchRounds.at(-1)!)} req/s`,
   );
 }
-const syncMedian = median(syncRounds);
-const batchMedian = median(batchRounds);
+// Without the rounds, the best probe sizes the fixed rate and the background batch.
+const syncMedian = syncRounds.length > 0 ? median(syncRounds) : best.rps;
+const batchMedian = batchRounds.length > 0 ? median(batchRounds) : best.rps;
 
 // 2. Interactive traffic at a fixed rate (a third of the sync median), alone
 // and beside a batch big enough to outlast the window, alternating sides.
@@ -203,7 +213,9 @@ async function fixedRate(seconds: number, latencies: number[]): Promise<number> 
   await pool.close();
   return failed;
 }
-const backgroundLines = Math.ceil(batchMedian * plan.rateSeconds * 1.5) + 1000;
+// A batch file holds 50,000 lines at most: a batch that fast still outlasts
+// the window beside interactive traffic, which takes its share of the runtime.
+const backgroundLines = Math.min(50_000, Math.ceil(batchMedian * plan.rateSeconds * 1.5) + 1000);
 const aloneLatencies: number[] = [];
 const besideLatencies: number[] = [];
 async function besideBatch(): Promise<void> {
@@ -221,7 +233,7 @@ async function besideBatch(): Promise<void> {
   await client.batches.cancel(background.id).catch(() => undefined);
   await waitFor(client, background.id, finished);
 }
-for (let round = 0; round < plan.rateRounds; round++) {
+for (let round = 0; only.has("beside") && round < plan.rateRounds; round++) {
   const sides = [
     async () => {
       if ((await fixedRate(plan.rateSeconds, aloneLatencies)) > 0) broken = true;
@@ -233,9 +245,11 @@ for (let round = 0; round < plan.rateRounds; round++) {
 }
 const aloneP99 = quantile(aloneLatencies, 0.99);
 const besideP99 = quantile(besideLatencies, 0.99);
-log(
-  `interactive at ${rate} req/s: p99 ${fmt(aloneP99)} ms alone, ${fmt(besideP99)} ms beside a batch of ${backgroundLines}`,
-);
+if (only.has("beside")) {
+  log(
+    `interactive at ${rate} req/s: p99 ${fmt(aloneP99)} ms alone, ${fmt(besideP99)} ms beside a batch of ${backgroundLines}`,
+  );
+}
 
 await gateway.stop();
 await runtime.stop();
@@ -243,18 +257,28 @@ await pg.stop();
 await rm(setup.dir, { recursive: true, force: true });
 
 // 3. Ingestion and a worker's memory, in a gateway child process (./ingest.ts).
-const ingest = await runIngestBench(INGEST_PLANS[quick ? "quick" : "full"], log);
+const ingest = only.has("ingest")
+  ? await runIngestBench(INGEST_PLANS[quick ? "quick" : "full"], log)
+  : { broken: false, rows: [] };
 if (ingest.broken) broken = true;
 const table = [
   "| figure | value | target |",
   "| --- | --- | --- |",
-  `| sync, ${best.clients} clients (best probe), median of ${plan.rounds} | ${fmt(syncMedian)} req/s (${syncRounds.map(fmt).join(", ")}) | |`,
-  `| batch (${plan.lines} lines, ${plan.workers} workers), median of ${plan.rounds} | ${fmt(batchMedian)} req/s (${batchRounds.map(fmt).join(", ")}) | |`,
-  `| batch / sync | ${fmtRatio(batchMedian / syncMedian)} | >= 0.9x |`,
-  `| CPU ms per request, gateway / runtime / PostgreSQL: sync | ${cpuText("sync")} | |`,
-  `| CPU ms per request, gateway / runtime / PostgreSQL: batch | ${cpuText("batch")} | |`,
-  `| interactive p99 at ${rate} req/s | ${fmt(aloneP99)} ms alone, ${fmt(besideP99)} ms beside a batch | |`,
-  `| p99 beside / alone | ${fmtRatio(besideP99 / aloneP99)} | <= 1.25x |`,
+  ...(only.has("throughput")
+    ? [
+        `| sync, ${best.clients} clients (best probe), median of ${plan.rounds} | ${fmt(syncMedian)} req/s (${syncRounds.map(fmt).join(", ")}) | |`,
+        `| batch (${plan.lines} lines, ${plan.workers} workers), median of ${plan.rounds} | ${fmt(batchMedian)} req/s (${batchRounds.map(fmt).join(", ")}) | |`,
+        `| batch / sync | ${fmtRatio(batchMedian / syncMedian)} | >= 0.9x |`,
+        `| CPU ms per request, gateway / runtime / PostgreSQL: sync | ${cpuText("sync")} | |`,
+        `| CPU ms per request, gateway / runtime / PostgreSQL: batch | ${cpuText("batch")} | |`,
+      ]
+    : []),
+  ...(only.has("beside")
+    ? [
+        `| interactive p99 at ${rate} req/s | ${fmt(aloneP99)} ms alone, ${fmt(besideP99)} ms beside a batch | |`,
+        `| p99 beside / alone | ${fmtRatio(besideP99 / aloneP99)} | <= 1.25x |`,
+      ]
+    : []),
   ...ingest.rows,
 ];
 log(`done in ${elapsedSeconds().toFixed(0)} s`);

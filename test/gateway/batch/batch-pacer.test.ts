@@ -2,19 +2,19 @@ import { describe, expect, it } from "vitest";
 import { BatchPacer } from "../../../gateway/batch/batch-pacer.js";
 
 describe("BatchPacer", () => {
-  it("starts at its maximum and halves on each answer that saw interactive work, down to one", () => {
+  it("starts at its maximum and halves on each answer that saw interactive requests waiting, down to one", () => {
     const pacer = new BatchPacer(32);
     expect(pacer.limit).toBe(32);
     pacer.observe(3);
     expect(pacer.limit).toBe(16);
-    for (let i = 0; i < 10; i++) pacer.observe(1);
+    for (let i = 0; i < 10; i++) pacer.observe(2);
     expect(pacer.limit).toBe(1);
   });
 
   it("grows by one per quiet answer, up to its maximum", () => {
     const pacer = new BatchPacer(4);
-    pacer.observe(1);
-    pacer.observe(1);
+    pacer.observe(2);
+    pacer.observe(2);
     expect(pacer.limit).toBe(1);
     pacer.observe(0);
     expect(pacer.limit).toBe(2);
@@ -22,16 +22,33 @@ describe("BatchPacer", () => {
     expect(pacer.limit).toBe(4);
   });
 
-  it("spaces lines out while pressure lasts at one line in flight, and stops spacing once quiet", () => {
-    const pacer = new BatchPacer(2);
+  it("beside interactive traffic the runtime keeps up with, keeps one line going at a steady pace", () => {
+    const pacer = new BatchPacer(32);
     pacer.observe(1);
-    expect([pacer.limit, pacer.spacingMs]).toEqual([1, 0]);
-    pacer.observe(1);
-    expect(pacer.spacingMs).toBe(5);
-    pacer.observe(1);
-    expect(pacer.spacingMs).toBe(10);
+    expect([pacer.limit, pacer.spacingMs]).toEqual([16, 5]);
     for (let i = 0; i < 10; i++) pacer.observe(1);
+    expect([pacer.limit, pacer.spacingMs]).toEqual([1, 5]);
+    for (let i = 0; i < 10; i++) pacer.observe(2);
+    expect([pacer.limit, pacer.spacingMs]).toEqual([1, 100]);
+    // Waiting interactive requests gone, the stream still there: back to the steady pace.
+    pacer.observe(1);
+    expect([pacer.limit, pacer.spacingMs]).toEqual([1, 5]);
+    pacer.observe(0);
+    expect([pacer.limit, pacer.spacingMs]).toEqual([2, 0]);
+  });
+
+  it("spaces lines out while interactive requests keep waiting at one line in flight, and stops spacing once they do not", () => {
+    const pacer = new BatchPacer(2);
+    pacer.observe(2);
+    expect([pacer.limit, pacer.spacingMs]).toEqual([1, 0]);
+    pacer.observe(2);
+    expect(pacer.spacingMs).toBe(5);
+    pacer.observe(3);
+    expect(pacer.spacingMs).toBe(10);
+    for (let i = 0; i < 10; i++) pacer.observe(2);
     expect(pacer.spacingMs).toBe(100);
+    pacer.observe(1);
+    expect([pacer.limit, pacer.spacingMs]).toEqual([1, 5]);
     pacer.observe(0);
     expect([pacer.limit, pacer.spacingMs]).toEqual([2, 0]);
   });
