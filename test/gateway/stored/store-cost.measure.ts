@@ -57,7 +57,8 @@ async function measure(label: string, databaseUrl?: string): Promise<void> {
   }
 }
 
-async function measureWrite(label: string, target: StoreTarget): Promise<void> {
+/** A response store on `target`, and a save of one typical stored response under `id`. */
+async function savingOn(target: StoreTarget) {
   const store = await openStore(target);
   const responses = new ResponseStore({
     db: () => Promise.resolve(store.db),
@@ -65,11 +66,9 @@ async function measureWrite(label: string, target: StoreTarget): Promise<void> {
     now: Date.now,
   });
   const response = JSON.stringify({ object: "response", text: "x".repeat(1500) });
-  const times: number[] = [];
-  for (let i = 0; i < 1000; i++) {
-    const started = performance.now();
-    await responses.save({
-      id: `resp_${i}`,
+  const save = (id: string) =>
+    responses.save({
+      id,
       owner: "key:acme/",
       model: "tiny-gpt",
       previousResponseId: null,
@@ -77,6 +76,15 @@ async function measureWrite(label: string, target: StoreTarget): Promise<void> {
       response,
       servedBy: "http://10.0.0.7:8000",
     });
+  return { store, save };
+}
+
+async function measureWrite(label: string, target: StoreTarget): Promise<void> {
+  const { store, save } = await savingOn(target);
+  const times: number[] = [];
+  for (let i = 0; i < 1000; i++) {
+    const started = performance.now();
+    await save(`resp_${i}`);
     if (i >= 100) times.push(performance.now() - started);
   }
   await store.close();
@@ -87,24 +95,10 @@ async function measureWrite(label: string, target: StoreTarget): Promise<void> {
 }
 
 async function measureShared(label: string, target: StoreTarget): Promise<void> {
-  const store = await openStore(target);
-  const responses = new ResponseStore({
-    db: () => Promise.resolve(store.db),
-    retentionSeconds: 3600,
-    now: Date.now,
-  });
-  const response = JSON.stringify({ object: "response", text: "x".repeat(1500) });
+  const saving = await savingOn(target);
+  const store = saving.store;
   let n = 0;
-  const save = () =>
-    responses.save({
-      id: `resp_s${n++}`,
-      owner: "key:acme/",
-      model: "tiny-gpt",
-      previousResponseId: null,
-      inputItems: '[{"id":"msg_1","type":"message","role":"user","content":[]}]',
-      response,
-      servedBy: "http://10.0.0.7:8000",
-    });
+  const save = () => saving.save(`resp_s${n++}`);
   const cpu = { shared: [] as number[], alone: [] as number[] };
   for (let round = 0; round < 60; round++) {
     for (const arm of round % 2 === 0
