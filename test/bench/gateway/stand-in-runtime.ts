@@ -5,8 +5,7 @@
 // an answer without them). The body is shaped like tiny-nli's answer to one
 // label. Started by run.ts through child-process.ts; reports `{ url }` over
 // IPC and exits when the parent goes.
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
+import { RUNTIME_KEEP_ALIVE_MS, serveChild } from "../support/child-server.js";
 
 const BODY = Buffer.from(JSON.stringify({ weather: 0.0024726231566347743 }));
 const HEADERS = {
@@ -16,24 +15,15 @@ const HEADERS = {
   "x-modelgate-output-tokens": "0",
 };
 
-const server = createServer((req, res) => {
-  // Drain the body first, as a runtime must before it can answer.
-  req.resume();
-  req.once("end", () => {
-    if (req.method === "POST" && req.url === "/v1/responses") res.writeHead(200, HEADERS).end(BODY);
-    else res.writeHead(404).end();
-  });
-});
-// The runtime's Fastify default; longer than the gateway's upstream keep-alive.
-server.keepAliveTimeout = 72_000;
-
-server.listen(0, "127.0.0.1", () => {
-  const { port } = server.address() as AddressInfo;
-  process.send!({ url: `http://127.0.0.1:${port}` });
-});
-const stop = () => {
-  server.closeAllConnections();
-  server.close(() => process.exit(0));
-};
-process.once("SIGTERM", stop);
-process.once("disconnect", stop);
+serveChild(
+  (req, res) => {
+    // Drain the body first, as a runtime must before it can answer.
+    req.resume();
+    req.once("end", () => {
+      if (req.method === "POST" && req.url === "/v1/responses")
+        res.writeHead(200, HEADERS).end(BODY);
+      else res.writeHead(404).end();
+    });
+  },
+  { keepAliveTimeoutMs: RUNTIME_KEEP_ALIVE_MS },
+);

@@ -6,12 +6,11 @@
 // a benchmark can afford. Started by run.ts; reports `{ url }` over IPC;
 // answers GET /count with the number of distinct records, so the run can
 // say how many it received.
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
+import { serveChild } from "../support/child-server.js";
 
 const seen = new Set<string>();
 
-const server = createServer((req, res) => {
+serveChild((req, res) => {
   if (req.method === "GET" && req.url === "/count") {
     res.writeHead(200, { "content-type": "application/json" }).end(`{"count":${seen.size}}`);
     return;
@@ -31,14 +30,3 @@ const server = createServer((req, res) => {
     res.writeHead(200).end();
   });
 });
-
-server.listen(0, "127.0.0.1", () => {
-  const { port } = server.address() as AddressInfo;
-  process.send!({ url: `http://127.0.0.1:${port}` });
-});
-const stop = () => {
-  server.closeAllConnections();
-  server.close(() => process.exit(0));
-};
-process.once("SIGTERM", stop);
-process.once("disconnect", stop);

@@ -7,42 +7,24 @@
 // process in the path cost, the part of the gateway's added time that no
 // change to the gateway can remove. Reports `{ url }` over IPC and exits
 // when the parent goes.
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
-import { Pool } from "undici";
+import {
+  forwardRequest,
+  RUNTIME_KEEP_ALIVE_MS,
+  serveChild,
+  upstreamPool,
+} from "../support/child-server.js";
 
-const upstream = new Pool(process.argv[2]!, { connections: 128, keepAliveTimeout: 30_000 });
+const upstream = upstreamPool(process.argv[2]!);
 
-const server = createServer((req, res) => {
-  const chunks: Buffer[] = [];
-  req.on("data", (chunk: Buffer) => chunks.push(chunk));
-  req.once("end", () => {
-    upstream
-      .request({
-        path: req.url!,
-        method: "POST",
-        headers: { "content-type": req.headers["content-type"] ?? "application/json" },
-        body: Buffer.concat(chunks),
-      })
-      .then((answer) => {
-        res.writeHead(answer.statusCode, {
-          "content-type": String(answer.headers["content-type"] ?? "text/event-stream"),
-        });
-        answer.body.on("data", (chunk: Buffer) => res.write(chunk));
-        answer.body.once("end", () => res.end());
-        answer.body.once("error", () => res.destroy());
-      })
-      .catch(() => res.writeHead(502).end());
-  });
-});
-server.keepAliveTimeout = 72_000;
-server.listen(0, "127.0.0.1", () => {
-  const { port } = server.address() as AddressInfo;
-  process.send!({ url: `http://127.0.0.1:${port}` });
-});
-const stop = () => {
-  server.closeAllConnections();
-  server.close(() => process.exit(0));
-};
-process.once("SIGTERM", stop);
-process.once("disconnect", stop);
+serveChild(
+  (req, res) =>
+    forwardRequest(upstream, req, res, (answer) => {
+      res.writeHead(answer.statusCode, {
+        "content-type": String(answer.headers["content-type"] ?? "text/event-stream"),
+      });
+      answer.body.on("data", (chunk: Buffer) => res.write(chunk));
+      answer.body.once("end", () => res.end());
+      answer.body.once("error", () => res.destroy());
+    }),
+  { keepAliveTimeoutMs: RUNTIME_KEEP_ALIVE_MS },
+);
