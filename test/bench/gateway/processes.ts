@@ -16,7 +16,7 @@ export function startBareProxy(runtimeUrl: string): Promise<Child> {
   return startChild({
     name: "gateway",
     script: here("./bare-proxy.ts"),
-    args: [runtimeUrl],
+    args: [runtimeUrl, "whole"],
     ready: "ipc",
   });
 }

@@ -24,7 +24,7 @@ import { threadCpuSeconds } from "./thread-cpu.js";
  * their own CPU are deployed (the target applies there).
  *
  * Each round sends one batch of N concurrent streams to each of three sides:
- * the runtime directly, the floor (bare-stream-proxy.ts: a Node proxy that
+ * the runtime directly, the floor (../gateway/bare-proxy.ts relaying chunks: a Node proxy that
  * only relays, pinned where the gateway is) and the gateway, rotating which
  * goes first; a side's p50 is taken over every first token it measured, and
  * the per-round difference of p50s is reported as the spread. The floor
@@ -189,8 +189,8 @@ export async function gatewayStreamingSection(options: GatewayStreamingOptions):
     gateway = await startGateway(setup, null);
     floor = await startChild({
       name: "floor",
-      script: fileURLToPath(new URL("./bare-stream-proxy.ts", import.meta.url)),
-      args: [runtime.url],
+      script: fileURLToPath(new URL("../gateway/bare-proxy.ts", import.meta.url)),
+      args: [runtime.url, "chunks"],
       ready: "ipc",
     });
     const origins = {
