@@ -54,6 +54,8 @@ declare module "fastify" {
 
 /** The config of routes that declare nothing: the 404 handler, the document. */
 export const PLAIN_ROUTE: GatewayRouteConfig = Object.freeze({
+  // No response is created there, so no error is a failed response.
+  errorBody: "envelope",
   auth: "none",
   rateLimit: "none",
   metering: "none",

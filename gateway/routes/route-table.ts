@@ -93,6 +93,7 @@ const METHODS: readonly HTTPMethods[] = [
   "PATCH",
   "DELETE",
   "OPTIONS",
+  "QUERY",
 ];
 
 /**
@@ -109,14 +110,18 @@ export function answerOtherMethods(
     const others = METHODS.filter((method) => !allowed.includes(method));
     if (others.length === 0) continue;
     const allow = allowed.join(", ");
+    const refuse = (request: FastifyRequest, reply: FastifyReply) => {
+      reply.header("allow", allow);
+      throw HttpErrors.methodNotAllowed(request.method, path, allowed);
+    };
     scope.route({
       method: others,
       url: path,
       config: { gateway: PLAIN_ROUTE },
-      handler: (request, reply) => {
-        reply.header("allow", allow);
-        throw HttpErrors.methodNotAllowed(request.method, path, allowed);
-      },
+      // Before the body is looked at: a QUERY without Content-Type would
+      // otherwise be a 400 for its missing type, though no QUERY is served.
+      onRequest: refuse,
+      handler: refuse,
     });
   }
 }
