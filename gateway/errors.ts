@@ -26,6 +26,17 @@ export const GatewayErrors = {
     (id: string, _param: string | null) => `Response with id '${id}' not found.`,
     (_id, param) => ({ param }),
   ),
+  /**
+   * `after` on an input-items listing naming no item of the response: a 404
+   * naming the cursor, as the Files and Batch listings answer an unknown one.
+   */
+  inputItemNotFound: defineError(
+    "input_item_not_found",
+    404,
+    "invalid_request_error",
+    (id: string) => `No input item '${id}' in this response.`,
+    () => ({ param: "after" }),
+  ),
   /** `previous_response_id` on a model that does not hold conversations. */
   conversationUnsupported: defineError(
     "conversation_unsupported",

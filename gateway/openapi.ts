@@ -146,6 +146,7 @@ function operation(route: RouteSpec, registry: ModelRegistry): JsonObject {
             },
           }
         : {}),
+      ...(response.links ? { links: response.links } : {}),
     };
   }
   const { auth, modelRoute } = route.config;

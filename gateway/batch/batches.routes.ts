@@ -4,7 +4,7 @@ import { batchIdSchema, batchObjectSchema, createBatchRequestSchema } from "../.
 import { batchListQuerySchema, listPageSchema } from "../../api/files.js";
 import { HttpErrors } from "../../lib/http/http-errors.js";
 import { REQUEST_ID } from "../routes/common-responses.js";
-import type { ResponseSpec, RouteSpec } from "../routes/route-spec.js";
+import { linksById, type ResponseSpec, type RouteSpec } from "../routes/route-spec.js";
 import { BatchErrors } from "./batch-errors.js";
 import { batchObject, createBatch, findBatch, listBatches, requestCancel } from "./batch-store.js";
 import { findFile } from "./file-store.js";
@@ -48,7 +48,13 @@ export const BATCH_ROUTES: readonly RouteSpec[] = [
     requestHeaders: API_KEY_HEADERS,
     body: { mediaType: "application/json", schema: createBatchRequestSchema },
     responses: {
-      200: ok("The Batch object", batchObjectSchema),
+      200: {
+        ...ok("The Batch object", batchObjectSchema),
+        links: linksById("batch_id", {
+          retrieveBatch: { operationId: "retrieveBatch", description: "The batch" },
+          cancelBatch: { operationId: "cancelBatch", description: "Cancel it" },
+        }),
+      },
       ...managementErrors,
       404: notFound,
     },

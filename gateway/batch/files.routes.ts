@@ -20,7 +20,12 @@ import { errorText } from "../../lib/error-text.js";
 import { HttpErrors } from "../../lib/http/http-errors.js";
 import { REQUEST_ID } from "../routes/common-responses.js";
 import type { GatewayRouteConfig } from "../routes/route-config.js";
-import type { HeaderSpec, ResponseSpec, RouteSpec } from "../routes/route-spec.js";
+import {
+  linksById,
+  type HeaderSpec,
+  type ResponseSpec,
+  type RouteSpec,
+} from "../routes/route-spec.js";
 import type { Database } from "../store/database.js";
 import { BatchErrors } from "./batch-errors.js";
 import {
@@ -103,7 +108,14 @@ export const FILE_ROUTES: readonly RouteSpec[] = [
     requestHeaders: API_KEY_HEADERS,
     body: { mediaType: "multipart/form-data", schema: fileUploadFormSchema },
     responses: {
-      200: ok("The File object", fileObjectSchema),
+      200: {
+        ...ok("The File object", fileObjectSchema),
+        links: linksById("file_id", {
+          retrieveFile: { operationId: "retrieveFile", description: "The file" },
+          retrieveFileContent: { operationId: "retrieveFileContent", description: "Its content" },
+          deleteFile: { operationId: "deleteFile", description: "Delete it" },
+        }),
+      },
       ...managementErrors,
       413: envelope("The file is over 200 MB"),
     },

@@ -81,6 +81,9 @@ export const sharedErrors: Record<number, ResponseSpec> = {
   408: envelope(
     "The runtime did not answer within the model's timeout (30 s by default), or the request was not received in full within the gateway's request timeout",
   ),
+  404: envelope(
+    "`previous_response_id` names no stored response of the caller's: never made, another caller's, deleted, expired or made with `store: false`, all alike (`response_not_found`, `param: previous_response_id`)",
+  ),
   413: failedEnvelope("The request body is over the size limit"),
   420: failedEnvelope(
     "Input tokens exceed the model's maxTokens and the model errors instead of truncating",

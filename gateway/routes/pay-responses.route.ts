@@ -9,6 +9,7 @@ import {
   success,
 } from "./common-responses.js";
 import type { HeaderSpec, RouteSpec } from "./route-spec.js";
+import { storedResponseLinks } from "./stored-responses.route.js";
 
 const PAY_USAGE: HeaderSpec = {
   name: PAY_USAGE_HEADER,
@@ -55,7 +56,11 @@ export const payResponsesRoute: RouteSpec = {
     REQUEST_ID,
   ],
   responses: {
-    200: { ...success, headers: [REQUEST_ID, INFERENCE_TYPE, PAY_USAGE, ...RATE_LIMIT_HEADERS] },
+    200: {
+      ...success,
+      headers: [REQUEST_ID, INFERENCE_TYPE, PAY_USAGE, ...RATE_LIMIT_HEADERS],
+      links: storedResponseLinks(true),
+    },
     ...sharedErrors,
     401: {
       description:

@@ -1,6 +1,7 @@
 import { errorEnvelopeSchema } from "../../api/error-envelope.js";
 import { REQUEST_ID, sharedErrors, success } from "./common-responses.js";
 import type { RouteSpec } from "./route-spec.js";
+import { storedResponseLinks } from "./stored-responses.route.js";
 
 /** POST /v1/responses: the API-key route (spec 4.1, 5.1). */
 export const responsesRoute: RouteSpec = {
@@ -32,7 +33,7 @@ export const responsesRoute: RouteSpec = {
     REQUEST_ID,
   ],
   responses: {
-    200: success,
+    200: { ...success, links: storedResponseLinks(false) },
     ...sharedErrors,
     401: {
       description: "Missing, malformed, unknown or revoked API key",

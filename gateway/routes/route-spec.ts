@@ -19,6 +19,28 @@ export interface ResponseSpec {
   /** The events of a `text/event-stream` answer (`stream: true`), when the route streams. */
   eventStream?: ZodType;
   headers?: HeaderSpec[];
+  /** OpenAPI links: the operations this answer's ids feed (a stateful fuzzer follows them). */
+  links?: Record<string, LinkSpec>;
+}
+
+/** An OpenAPI link: `parameters` maps a path parameter to a runtime expression. */
+export interface LinkSpec {
+  operationId: string;
+  description: string;
+  parameters: Record<string, string>;
+}
+
+/** Links from an answer whose body's `id` is the `param` of each operation. */
+export function linksById(
+  param: string,
+  operations: Record<string, { operationId: string; description: string }>,
+): Record<string, LinkSpec> {
+  return Object.fromEntries(
+    Object.entries(operations).map(([name, { operationId, description }]) => [
+      name,
+      { operationId, description, parameters: { [param]: "$response.body#/id" } },
+    ]),
+  );
 }
 
 /**

@@ -62,12 +62,7 @@ export function inputItemsHandler(deps: StoredDeps) {
     const row = await deps.responses?.get(id, ownerOfRequest(request));
     if (!row) throw GatewayErrors.responseNotFound(id, null);
     const page = pageOfItems(JSON.parse(row.inputItems) as StoredInputItem[], query.data);
-    if (!page.ok) {
-      throw GatewayErrors.invalidQuery(
-        `Invalid 'after': no input item '${query.data.after}' in this response.`,
-        "after",
-      );
-    }
+    if (!page.ok) throw GatewayErrors.inputItemNotFound(query.data.after ?? "");
     return reply.send(page.list);
   };
 }

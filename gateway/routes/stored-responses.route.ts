@@ -9,7 +9,14 @@ import {
 } from "../../api/stored-responses.js";
 import { RATE_LIMIT_HEADERS, REQUEST_ID, RETRY_AFTER } from "./common-responses.js";
 import type { GatewayRouteConfig } from "./route-config.js";
-import type { HeaderSpec, ResponseSpec, RouteAction, RouteSpec } from "./route-spec.js";
+import {
+  linksById,
+  type HeaderSpec,
+  type LinkSpec,
+  type ResponseSpec,
+  type RouteAction,
+  type RouteSpec,
+} from "./route-spec.js";
 
 /**
  * `GET` and `DELETE /v1/responses/{response_id}` and
@@ -185,12 +192,15 @@ function storedRoutes(prefix: string, paid: boolean): RouteSpec[] {
             headers: [REQUEST_ID],
           },
           400: {
-            description:
-              "A query parameter out of range, or `after` naming no item of this response (`error.param` names it)",
+            description: "A query parameter out of range (`error.param` names it)",
             schema: errorEnvelopeSchema,
             headers: [REQUEST_ID],
           },
           ...errorsOf(paid),
+          404: {
+            ...notFound,
+            description: `${notFound.description}; or \`after\` names no input item of the response (\`input_item_not_found\`, \`param: after\`)`,
+          },
         },
       },
     ),
@@ -198,4 +208,17 @@ function storedRoutes(prefix: string, paid: boolean): RouteSpec[] {
 }
 
 export const storedResponseRoutes: readonly RouteSpec[] = storedRoutes("", false);
+
+/** What a created response's `id` opens, on the route that created it. */
+export function storedResponseLinks(paid: boolean): Record<string, LinkSpec> {
+  const suffix = paid ? "Paid" : "";
+  return linksById("response_id", {
+    getResponse: { operationId: `getResponse${suffix}`, description: "The stored response" },
+    listInputItems: {
+      operationId: `listInputItems${suffix}`,
+      description: "Its input items",
+    },
+    deleteResponse: { operationId: `deleteResponse${suffix}`, description: "Delete it" },
+  });
+}
 export const paidStoredResponseRoutes: readonly RouteSpec[] = storedRoutes("/pay", true);

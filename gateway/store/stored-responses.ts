@@ -1,4 +1,5 @@
 import { sql, type Kysely } from "kysely";
+import { isResponseId } from "../../api/runtime-wire.js";
 import type { Database } from "./database.js";
 
 /**
@@ -73,6 +74,10 @@ export async function loadStoredResponse(
   owner: string,
   now: Date,
 ): Promise<StoredResponseRow | null> {
+  // An id the gateway never mints is no row, and is not sent to the database:
+  // a caller's text may hold what PostgreSQL's text refuses (a NUL byte),
+  // which would fail the query rather than find nothing. So for every query here.
+  if (!isResponseId(id)) return null;
   const row = await db
     .selectFrom("stored_responses")
     .selectAll()
@@ -90,6 +95,7 @@ export async function deleteStoredResponse(
   owner: string,
   now: Date,
 ): Promise<boolean> {
+  if (!isResponseId(id)) return false;
   const result = await db
     .deleteFrom("stored_responses")
     .where("id", "=", id)
@@ -111,6 +117,7 @@ export async function loadConversation(
   owner: string,
   now: Date,
 ): Promise<StoredResponseRow[] | null> {
+  if (!isResponseId(id)) return null;
   const { rows } = await sql<Selected & { depth: number }>`
     WITH RECURSIVE chain AS (
       SELECT r.*, 1 AS depth FROM stored_responses r

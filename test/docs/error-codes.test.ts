@@ -61,6 +61,7 @@ describe("docs/errors.md", () => {
         "pay_signature_expired",
         "payment_required",
         "model_load_failed",
+        "input_item_not_found",
         "file_not_found",
         "batch_not_found",
         "file_too_large",

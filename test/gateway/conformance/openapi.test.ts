@@ -130,6 +130,37 @@ describe("openapi · the document", () => {
     });
   });
 
+  it("openapi · links · what a create returns leads to the operations its id opens", () => {
+    // Every operation by id, with the path parameters it takes.
+    const operations = new Map<string, string[]>();
+    for (const item of Object.values(doc.paths as Record<string, Record<string, Json>>))
+      for (const operation of Object.values(item)) {
+        const params = (operation.parameters as Json[] | undefined) ?? [];
+        const inPath = params.filter((param) => param.in === "path").map((param) => param.name);
+        operations.set(operation.operationId as string, inPath as string[]);
+      }
+    const linksOf = (path: string) => {
+      const created = (((doc.paths as Json)[path] as Json).post as Json).responses as Json;
+      return (created["200"] as Json).links as Record<string, Json>;
+    };
+    const expected: Record<string, string[]> = {
+      "/v1/responses": ["getResponse", "listInputItems", "deleteResponse"],
+      "/pay/v1/responses": ["getResponsePaid", "listInputItemsPaid", "deleteResponsePaid"],
+      "/v1/files": ["retrieveFile", "retrieveFileContent", "deleteFile"],
+      "/v1/batches": ["retrieveBatch", "cancelBatch"],
+    };
+    for (const [path, targets] of Object.entries(expected)) {
+      const links = Object.values(linksOf(path));
+      expect(links.map((link) => link.operationId)).toEqual(targets);
+      for (const link of links) {
+        const params = operations.get(link.operationId as string);
+        expect(params, `${String(link.operationId)} is an operation`).toBeDefined();
+        expect(Object.keys(link.parameters as Json)).toEqual(params);
+        expect(Object.values(link.parameters as Json)).toEqual(["$response.body#/id"]);
+      }
+    }
+  });
+
   it("openapi · 5.2 · the payment route documents no x-api-key", () => {
     const params = op("pay").parameters as Json[];
     expect(params.some((param) => param.name === "x-api-key")).toBe(false);

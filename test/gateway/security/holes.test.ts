@@ -265,18 +265,6 @@ describe("methods a path does not serve", () => {
     expect(await res.json()).toMatchObject({ error: { code: "method_not_allowed" } });
   });
 
-  it("answers QUERY on a served path with 405, even without a Content-Type", async () => {
-    // Fastify refuses a QUERY without Content-Type (RFC 10008) before the
-    // handler runs; the path serves no QUERY at all, which is the answer.
-    const res = await fetch(`${p.url}/v1/responses/resp_x`, {
-      method: "QUERY",
-      headers: { "x-api-key": p.keys.acme.key },
-    });
-    expect(res.status).toBe(405);
-    expect(res.headers.get("allow")).toBe("GET, DELETE, HEAD");
-    expect(await res.json()).toMatchObject({ error: { code: "method_not_allowed" } });
-  });
-
   it("answers a refused request on no route in the error envelope, not as a failed response", async () => {
     const res = await fetch(`${p.url}/nothing-here`, { method: "QUERY" });
     expect(res.status).toBe(400);

@@ -110,7 +110,6 @@ describe("stored responses on the API-key route", () => {
       ["limit=0", "limit"],
       ["limit=101", "limit"],
       ["order=up", "order"],
-      ["after=msg_nope", "after"],
     ] as const) {
       const res = await get(`/v1/responses/${id}/input_items?${query}`);
       expect(res.status, query).toBe(400);
@@ -119,6 +118,34 @@ describe("stored responses on the API-key route", () => {
       expect(Object.keys(body), query).toEqual(["error"]);
       expect(body.error).toMatchObject({ param, code: "invalid_query" });
     }
+  });
+
+  it("answers an `after` naming no item of the response 404, naming the cursor", async () => {
+    const { id } = await created(ASK);
+    const res = await get(`/v1/responses/${id}/input_items?after=msg_nope`);
+    expect(res.status).toBe(404);
+    const body = (await res.json()) as Record<string, unknown>;
+    expect(Object.keys(body)).toEqual(["error"]);
+    expect(body.error).toMatchObject({ param: "after", code: "input_item_not_found" });
+  });
+
+  it("answers an id holding bytes PostgreSQL's text refuses as any unknown id", async () => {
+    // A NUL byte in a query parameter fails the query on PostgreSQL ("invalid
+    // byte sequence"): it must read as no row, not as a 500.
+    const never = await notFoundShape(await get("/v1/responses/resp_nothere"), "resp_nothere");
+    for (const [path, method] of [
+      ["/v1/responses/resp_%00", "GET"],
+      ["/v1/responses/resp_%00", "DELETE"],
+      ["/v1/responses/resp_%00/input_items", "GET"],
+    ] as const) {
+      const res = await get(path, {}, method);
+      expect(await notFoundShape(res, "resp_\\u0000"), `${method} ${path}`).toBe(never);
+    }
+    const res = await p.api({ ...ASK, previous_response_id: "resp_\u0000" });
+    expect(res.status).toBe(404);
+    expect(await res.json()).toMatchObject({
+      error: { code: "response_not_found", param: "previous_response_id" },
+    });
   });
 
   it("deletes as the OpenAI API does, after which the id is unknown", async () => {
@@ -203,14 +230,17 @@ describe("stored responses on the API-key route", () => {
 });
 
 describe("methods the stored-response paths do not serve", () => {
-  it("answers a bodiless QUERY (no Content-Type) with a 400, not a 500", async () => {
+  it("answers a bodiless QUERY (no Content-Type) with a 405 and Allow, not a 400 or a 500", async () => {
+    // Fastify refuses a QUERY without Content-Type (RFC 10008) before any
+    // handler; the path serves no QUERY at all, which is the answer.
     const res = await request(`${p.url}/v1/responses/resp_x`, {
       method: "QUERY" as "GET",
       headers: { "x-api-key": p.keys.acme.key },
     });
-    expect(res.statusCode).toBe(400);
+    expect(res.statusCode).toBe(405);
+    expect(res.headers.allow).toBe("GET, DELETE, HEAD");
     const body = (await res.body.json()) as { error: { code: string } };
-    expect(body.error.code).toBe("unsupported_content_type");
+    expect(body.error.code).toBe("method_not_allowed");
   });
 });
 
