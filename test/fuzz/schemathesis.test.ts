@@ -18,7 +18,15 @@ import { venvProgram } from "../support/python-venv.js";
 const SCHEMATHESIS = venvProgram("schemathesis", "the fuzz run");
 /** Seconds of fuzzing per route; MODELGATE_FUZZ_SECONDS overrides. */
 const SECONDS = Number(process.env.MODELGATE_FUZZ_SECONDS ?? 45);
-const CHECKS = ["not_a_server_error", "response_schema_conformance", "positive_data_acceptance"];
+const CHECKS = [
+  "not_a_server_error",
+  "response_schema_conformance",
+  "positive_data_acceptance",
+  // The stateful phase follows the document's links: a created id must be
+  // readable, and gone once deleted.
+  "ensure_resource_availability",
+  "use_after_free",
+];
 
 interface Run {
   code: number | null;
@@ -96,7 +104,7 @@ describe.runIf(SCHEMATHESIS !== undefined)("Schemathesis over /openapi.json (eve
             "--checks",
             CHECKS.join(","),
             "--phases",
-            "examples,coverage,fuzzing",
+            "examples,coverage,fuzzing,stateful",
             "--max-time",
             String(SECONDS),
             // One worker: with two threads, CPython 3.11's ast.parse (which
