@@ -3,6 +3,8 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { Kysely } from "kysely";
 import { sendError } from "../api/error-envelope.js";
 import { HttpErrors } from "../lib/http/http-errors.js";
+import { GatewayErrors } from "./errors.js";
+import { isStoreUnreachable } from "./store/store-unreachable.js";
 import { acceptJsonBodiesOnly } from "../lib/http/json-body.js";
 import type { KeyStore } from "./auth/key-store.js";
 import { batchHandlers } from "./batch/batches.routes.js";
@@ -128,9 +130,20 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
     ),
   });
   acceptJsonBodiesOnly(app);
-  app.setErrorHandler((error, request, reply) =>
-    sendError(error, request, reply, deps.now, routeConfigOf(request).errorBody === "envelope"),
-  );
+  app.setErrorHandler((error, request, reply) => {
+    // A store call that failed for want of the database is a 503 to retry,
+    // not a 500; the cause stays in the log.
+    const answered = isStoreUnreachable(error)
+      ? Object.assign(GatewayErrors.storeUnavailable(), { cause: error })
+      : error;
+    return sendError(
+      answered,
+      request,
+      reply,
+      deps.now,
+      routeConfigOf(request).errorBody === "envelope",
+    );
+  });
   app.setNotFoundHandler((request) => {
     throw HttpErrors.notFound(request.method, request.url);
   });

@@ -107,6 +107,18 @@ export const GatewayErrors = {
     (model: string) => `Model '${model}' has no ready runtime yet; retry shortly.`,
     () => ({ retryAfterSeconds: 1 }),
   ),
+  /**
+   * The store (PostgreSQL) cannot be reached or cannot take the work just
+   * now: raised where it cannot be opened, and by the error edge for a store
+   * call that failed so (gateway/store/store-unreachable.ts).
+   */
+  storeUnavailable: defineError(
+    "store_unavailable",
+    503,
+    "server_error",
+    () => "The store is unavailable; retry shortly.",
+    () => ({ retryAfterSeconds: 1 }),
+  ),
   /** The usage ledger's database cannot be reached (usage is still recorded: it waits in the journal). */
   usageUnavailable: defineError(
     "usage_unavailable",

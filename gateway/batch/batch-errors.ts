@@ -33,13 +33,6 @@ export const BatchErrors = {
     (limitLines: number) => `A batch file may hold at most ${limitLines} lines (requests).`,
     () => ({ param: "file" }),
   ),
-  storeUnavailable: defineError(
-    "store_unavailable",
-    503,
-    "server_error",
-    () => "The file and batch store is unavailable; retry shortly.",
-    () => ({ retryAfterSeconds: 1 }),
-  ),
   batchNotCancellable: defineError(
     "batch_not_cancellable",
     400,

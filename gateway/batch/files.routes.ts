@@ -27,6 +27,7 @@ import {
   type RouteSpec,
 } from "../routes/route-spec.js";
 import type { Database } from "../store/database.js";
+import { GatewayErrors } from "../errors.js";
 import { BatchErrors } from "./batch-errors.js";
 import {
   ChunkBuffer,
@@ -186,7 +187,7 @@ export async function storeOf(store: StoreHandle): Promise<Kysely<Database>> {
   try {
     return await store();
   } catch (error) {
-    throw Object.assign(BatchErrors.storeUnavailable(), { cause: error });
+    throw Object.assign(GatewayErrors.storeUnavailable(), { cause: error });
   }
 }
 

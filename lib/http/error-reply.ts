@@ -90,8 +90,16 @@ export function replyWithError(
 }
 
 function logRefusal(request: FastifyRequest, coded: CodedError): void {
-  request.log.info(
-    { ...logFieldsOf(request), code: coded.code, param: coded.param, status: coded.statusCode },
-    "request refused",
-  );
+  const fields = {
+    ...logFieldsOf(request),
+    code: coded.code,
+    param: coded.param,
+    status: coded.statusCode,
+  };
+  // A 503 for a dependency that failed says why, for whoever runs the gateway.
+  if (coded.statusCode >= 500 && coded.cause !== undefined) {
+    request.log.warn({ ...fields, err: coded.cause }, "request refused");
+  } else {
+    request.log.info(fields, "request refused");
+  }
 }

@@ -4,6 +4,7 @@ import type { Kysely } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../../gateway/store/database.js";
 import type { PostgresServer } from "../../support/postgres-server.js";
+import { GEN } from "../conformance/support.js";
 import type { Platform } from "../support/platform.js";
 import { startMixedLoad, type Outcome } from "./mixed-load.js";
 import {
@@ -60,6 +61,71 @@ const answeredOn = (outcomes: Outcome[], r: Replica, route?: string) =>
   outcomes.filter(
     (o) => o.status === 200 && o.replica === r.index && (!route || o.route === route),
   );
+
+describe("reads of the store while its PostgreSQL is away", () => {
+  it("answer 503 with Retry-After, never a 500, and read again once it is back", async () => {
+    const r = await replica(3);
+    await until(
+      () => metricOf(r, "modelgate_gateway_store_up"),
+      (up) => up === 1,
+    );
+    const key = { "x-api-key": p.keys.acme.key };
+    const asked = [
+      ["GET", "/v1/files", undefined],
+      ["GET", "/v1/batches", undefined],
+      ["GET", `/v1/batches/batch_${"0".repeat(24)}`, undefined],
+      ["GET", `/v1/responses/resp_${"0".repeat(48)}`, undefined],
+      ["GET", "/v1/organization/usage/completions?start_time=0", undefined],
+      [
+        "POST",
+        "/v1/batches",
+        {
+          input_file_id: `file-${"0".repeat(24)}`,
+          endpoint: "/v1/responses",
+          completion_window: "24h",
+        },
+      ],
+      ["POST", "/v1/responses", { ...GEN, previous_response_id: `resp_${"0".repeat(48)}` }],
+    ] as const;
+    const ask = async ([method, path, body]: (typeof asked)[number]) => {
+      const res = await fetch(`${r.url}${path}`, {
+        method,
+        headers: body ? { ...key, "content-type": "application/json" } : key,
+        ...(body ? { body: JSON.stringify(body) } : {}),
+      });
+      return {
+        path,
+        status: res.status,
+        retryAfter: res.headers.get("retry-after"),
+        body: await res.text(),
+      };
+    };
+    await postgres.halt();
+    try {
+      for (const request of asked) {
+        const answer = await ask(request);
+        expect(answer.status, `${request[0]} ${answer.path}: ${answer.body}`).toBe(503);
+        expect(Number(answer.retryAfter), answer.path).toBeGreaterThan(0);
+        expect(JSON.parse(answer.body), answer.path).toMatchObject({
+          error: { type: "server_error" },
+        });
+      }
+    } finally {
+      await postgres.resume();
+    }
+    // Back: the same reads are answered again (404s for ids that never were).
+    for (const request of asked) {
+      const answer = await until(
+        () => ask(request),
+        (a) => a.status !== 503,
+        30_000,
+      );
+      expect(answer.status, `${request[0]} ${answer.path}: ${answer.body}`).toBeLessThan(500);
+    }
+    expect(await r.process.stop()).toBe(0);
+    await rm(r.stateDir, { recursive: true, force: true });
+  });
+});
 
 describe("the ledger's PostgreSQL and the replicas' state folders", () => {
   it("a replica stopped (SIGTERM) as the database comes back ships what waits first: its folder then owes nothing", async () => {
