@@ -37,8 +37,9 @@ const plan = quick
       lines: 4_000,
       clients: [4, 8, 16, 32],
       rounds: 5,
-      rateSeconds: 4,
-      rateRounds: 4,
+      rateSeconds: 3,
+      rateRounds: 8,
+      leadSeconds: 0.5,
       workers: 32,
     }
   : {
@@ -46,16 +47,18 @@ const plan = quick
       clients: [4, 8, 16, 32, 64],
       rounds: 3,
       rateSeconds: 20,
-      rateRounds: 2,
+      rateRounds: 3,
+      leadSeconds: 1,
       workers: 32,
     };
 // A targeted sub-run while working on one figure: `--lines=N`, `--rounds=N`,
-// `--clients=64` (the probes), `--only=throughput|beside|ingest`
+// `--clients=64` (the probes), `--rate-rounds=N` (section 2), `--only=throughput|beside|ingest`
 // (comma-separated); the table then holds the sections run.
 const option = (name: string) =>
   process.argv.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
 if (option("lines")) plan.lines = Number(option("lines"));
 if (option("rounds")) plan.rounds = Number(option("rounds"));
+if (option("rate-rounds")) plan.rateRounds = Number(option("rate-rounds"));
 if (option("clients")) plan.clients = option("clients")!.split(",").map(Number);
 const only = new Set(option("only")?.split(",") ?? ["throughput", "beside", "ingest"]);
 const { log, elapsedSeconds } = startRun(quick ? 600_000 : 3_600_000);
@@ -183,12 +186,21 @@ const batchMedian = batchRounds.length > 0 ? median(batchRounds) : best.rps;
 // 2. Interactive traffic at a fixed rate (a third of the sync median), alone
 // and beside a batch big enough to outlast the window, alternating sides.
 const rate = Math.max(1, Math.floor(syncMedian / 3));
+/**
+ * Sends at the fixed rate for a lead-in, then for `seconds` measured: the
+ * lead-in's latencies are not kept (both sides alike). It is the pool's
+ * connections being opened and the previous step's garbage (the bench
+ * process built a batch file just before) being collected in the load
+ * generator: a user's steady traffic has neither.
+ */
 async function fixedRate(seconds: number, latencies: number[], sent?: Sent[]): Promise<number> {
   const pool = new Pool(gateway.url, { connections: 64 });
   let failed = 0;
   const sends: Promise<void>[] = [];
   const started = performance.now();
-  for (let i = 0; i < rate * seconds; i++) {
+  const lead = Math.round(rate * plan.leadSeconds);
+  for (let i = 0; i < lead + rate * seconds; i++) {
+    const kept = i >= lead;
     const due = started + (i * 1000) / rate;
     const wait = due - performance.now();
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
@@ -204,10 +216,11 @@ async function fixedRate(seconds: number, latencies: number[], sent?: Sent[]): P
         })
         .then(async (response) => {
           await response.body.text();
-          if (response.statusCode === 200) {
+          if (response.statusCode !== 200) failed++;
+          else if (kept) {
             latencies.push(performance.now() - sentAt);
             sent?.push([sentAt, performance.now() - sentAt]);
-          } else failed++;
+          }
         })
         .catch(() => void failed++),
     );
@@ -225,17 +238,29 @@ const besideLatencies: number[] = [];
 const roundP99s: Array<{ alone: number; beside: number; lines: number }> = [];
 const timelines: Array<{ label: string; slices: Slice[]; sent: Sent[] }> = [];
 const withTimeline = process.argv.includes("--timeline");
+/** Per window, the CPU each process used per second of it (cores busy). */
+const windowCpu: Record<"alone" | "beside", CpuShare[]> = { alone: [], beside: [] };
+const windowCpuText = (side: "alone" | "beside") =>
+  [0, 1, 2].map((i) => fmt(median(windowCpu[side].map((share) => share[i]!)))).join(" / ");
 
 /** One fixed-rate window; its latencies go to `into` and are returned. */
 async function rateWindow(label: string, into: number[]): Promise<number[]> {
   const latencies: number[] = [];
   const sent: Sent[] = [];
+  const cpuNow = () => Promise.all([gateway.cpuSeconds(), runtime.cpuSeconds(), pg.cpuSeconds()]);
+  const cpuBefore = await cpuNow();
+  const started = performance.now();
   const timeline = withTimeline
     ? await startTimeline(databaseUrl, () =>
         Promise.all([gateway.cpuSeconds(), runtime.cpuSeconds(), pg.cpuSeconds()]),
       )
     : null;
   if ((await fixedRate(plan.rateSeconds, latencies, sent)) > 0) broken = true;
+  const cpuAfter = await cpuNow();
+  const seconds = (performance.now() - started) / 1000;
+  (label.startsWith("beside") ? windowCpu.beside : windowCpu.alone).push(
+    cpuAfter.map((end, i) => (end - cpuBefore[i]!) / seconds) as CpuShare,
+  );
   if (timeline) timelines.push({ label, slices: await timeline.stop(), sent });
   into.push(...latencies);
   return latencies;
@@ -294,8 +319,12 @@ await pg.stop();
 await rm(setup.dir, { recursive: true, force: true });
 
 // 3. Ingestion and a worker's memory, in a gateway child process (./ingest.ts).
+// `--child-node-options='...'`: the ingest child's NODE_OPTIONS, to try a V8 bound.
 const ingest = only.has("ingest")
-  ? await runIngestBench(INGEST_PLANS[quick ? "quick" : "full"], log)
+  ? await runIngestBench(
+      { ...INGEST_PLANS[quick ? "quick" : "full"], nodeOptions: option("child-node-options") },
+      log,
+    )
   : { broken: false, rows: [] };
 if (ingest.broken) broken = true;
 const table = [
@@ -316,6 +345,8 @@ const table = [
         `| p99 beside / alone, each round | ${roundRatios.map(fmtRatio).join(", ")} | |`,
         `| p99 beside / alone, median of ${roundRatios.length} rounds | ${fmtRatio(median(roundRatios))} | <= 1.25x |`,
         `| p99 beside / alone, all windows merged | ${fmtRatio(besideP99 / aloneP99)} | |`,
+        `| cores busy in a window, gateway / runtime / PostgreSQL: alone | ${windowCpuText("alone")} | |`,
+        `| cores busy in a window, gateway / runtime / PostgreSQL: beside | ${windowCpuText("beside")} | |`,
         `| batch lines done in each window beside | ${roundP99s.map((r) => r.lines).join(", ")} | |`,
       ]
     : []),
