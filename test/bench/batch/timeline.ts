@@ -61,6 +61,33 @@ export async function startTimeline(
   };
 }
 
+/**
+ * Waits until no autovacuum worker runs in the store (`maxMs` at most; false
+ * if one still does), then vacuums `batch_lines` itself: autovacuum's
+ * launcher looks at a database once a minute, so dead rows left just before
+ * would otherwise be vacuumed at any moment of the next minute.
+ */
+export async function autovacuumDone(databaseUrl: string, maxMs: number): Promise<boolean> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const until = performance.now() + maxMs;
+    for (;;) {
+      const { rows } = await client.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'",
+      );
+      if (rows[0]!.n === 0) {
+        await client.query("VACUUM batch_lines");
+        return true;
+      }
+      if (performance.now() > until) return false;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  } finally {
+    await client.end();
+  }
+}
+
 /** One interactive request: when it was sent and how long it took (ms). */
 export type Sent = [sentAt: number, latencyMs: number];
 
