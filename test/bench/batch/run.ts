@@ -349,6 +349,21 @@ const ingest = only.has("ingest")
     )
   : { broken: false, rows: [] };
 if (ingest.broken) broken = true;
+// `--only=worker-ab --child-node-options='...' [--lines=N]`: one batch of N
+// lines in a fresh gateway child without the options and one with them,
+// alternating (A B A B), for a V8 bound's memory and throughput in one run.
+if (only.has("worker-ab")) {
+  for (const nodeOptions of ["", option("child-node-options"), "", option("child-node-options")]) {
+    const run = await runIngestBench(
+      { ...INGEST_PLANS.full, uploads: [], batches: [plan.lines], nodeOptions },
+      log,
+    );
+    if (run.broken) broken = true;
+    ingest.rows.push(
+      ...run.rows.map((row) => row.replace("| worker,", `| '${nodeOptions}', worker,`)),
+    );
+  }
+}
 const table = [
   "| figure | value | target |",
   "| --- | --- | --- |",
