@@ -198,7 +198,8 @@ describe("the chart with default values", () => {
     expect(volumes).toContainEqual({ name: "state", emptyDir: { sizeLimit: "1Gi" } });
     // One replica: the embedded ledger and in-process limits belong to one process.
     expect(deployment.spec?.replicas).toBe(1);
-    expect(c.env).toBeUndefined();
+    // The old space capped: a batch worker's garbage would otherwise grow the heap (docs/batch.md).
+    expect(c.env).toEqual([{ name: "NODE_OPTIONS", value: "--max-old-space-size=384" }]);
     expect(deployment.spec?.strategy?.rollingUpdate?.maxUnavailable).toBe(0);
 
     const secret = one<V1Secret>(objects, "Secret", "gateway-keys");

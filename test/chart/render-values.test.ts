@@ -150,6 +150,7 @@ describe("chart value sets", () => {
     // The ledger in PostgreSQL, its URL (with the password) from CloudNativePG's app Secret.
     expect(argsOf(gateway).some((a) => a.startsWith("--database"))).toBe(false);
     expect(container(gateway).env).toEqual([
+      { name: "NODE_OPTIONS", value: "--max-old-space-size=384" },
       {
         name: "MODELGATE_DATABASE_URL",
         valueFrom: { secretKeyRef: { name: "acme-pg-app", key: "uri" } },
@@ -188,6 +189,7 @@ describe("chart value sets", () => {
     expect(argsOf(gateway).some((a) => a.startsWith("--pay-provider-url"))).toBe(false);
     expect(argsOf(gateway).some((a) => a.startsWith("--database-url"))).toBe(false);
     expect(container(gateway).env).toEqual([
+      { name: "NODE_OPTIONS", value: "--max-old-space-size=384" },
       {
         name: "MODELGATE_DATABASE_URL",
         valueFrom: { secretKeyRef: { name: "acme-pg-app", key: "uri" } },

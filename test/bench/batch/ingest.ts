@@ -29,6 +29,8 @@ export interface IngestPlan {
   workers: number;
   /** The gateway's store: a PostgreSQL server, or the embedded PGlite in its state folder. */
   store?: "postgres" | "pglite";
+  /** NODE_OPTIONS of the gateway child (V8 flags that bound its heap), as the chart sets them. */
+  nodeOptions?: string;
 }
 
 export const INGEST_PLANS: Record<"quick" | "full", IngestPlan> = {
@@ -186,7 +188,10 @@ export async function runIngestBench(
         `--batch-workers=${plan.workers}`,
         "--batch-poll-ms=50",
       ],
-      env: databaseUrl ? { MODELGATE_DATABASE_URL: databaseUrl } : {},
+      env: {
+        ...(databaseUrl ? { MODELGATE_DATABASE_URL: databaseUrl } : {}),
+        ...(plan.nodeOptions !== undefined ? { NODE_OPTIONS: plan.nodeOptions } : {}),
+      },
       readyUrl: `http://127.0.0.1:${metricsPort}/readyz`,
     });
     const pid = gateway.child.pid!;
@@ -194,7 +199,7 @@ export async function runIngestBench(
     const heap = () => heapUsedMb(`http://127.0.0.1:${metricsPort}/metrics`);
     const client = openaiClient(url, key.key);
     log(
-      `ingest: gateway child pid ${pid} on ${plan.store ?? "postgres"}, ${fmt(await rssMb(pid))} MiB resident at start`,
+      `ingest: gateway child pid ${pid} on ${plan.store ?? "postgres"}, NODE_OPTIONS '${plan.nodeOptions ?? process.env.NODE_OPTIONS ?? ""}', ${fmt(await rssMb(pid))} MiB resident at start`,
     );
 
     for (const { mb, lines } of plan.uploads) {
