@@ -20,24 +20,17 @@ import { openApiDocumentOf } from "./openapi.js";
 import type { AllowanceRequest, AllowanceResult } from "./pay/provider-client.js";
 import type { UsedSignatures } from "./pay/used-signatures.js";
 import { accessLogHooks } from "./plugins/access-log.js";
-import { authenticateApiKey } from "./plugins/api-key-auth.js";
-import { admitModel, compileBodySchema, raiseBodyProblem } from "./plugins/body-admission.js";
-import { billServed, type MeteringParts, type Settlements } from "./plugins/metering.js";
-import { checkAllowance, verifyPayment, type PaymentGateParts } from "./plugins/payment-gate.js";
-import {
-  limitApiKeys,
-  limitPayAgents,
-  reserveApiKeyTokens,
-  settleStreamedTokens,
-  settleTokens,
-  type RateLimitParts,
-} from "./plugins/rate-limits.js";
-import { requestIdFrom, requestIdHooks } from "./plugins/request-id.js";
-import { slowClientHooks, slowClientOptions } from "./plugins/slow-clients.js";
+import { compileBodySchema } from "./plugins/body-admission.js";
+import type { MeteringParts, Settlements } from "./plugins/metering.js";
+import type { PaymentGateParts } from "./plugins/payment-gate.js";
+import type { RateLimitParts } from "./plugins/rate-limits.js";
+import { routeHooksOf, type HookParts } from "./plugins/route-hooks.js";
+import { requestIdFrom, requestIdHooks, stampRequestId } from "./plugins/request-id.js";
+import { slowClientGuard, slowClientOptions } from "./plugins/slow-clients.js";
 import type { RateLimits } from "./rate-limit/limits.js";
 import type { Limiter } from "./rate-limit/limiter.js";
 import type { ModelRegistry } from "./registry/registry.js";
-import { PLAIN_ROUTE, routeConfigOf } from "./routes/route-config.js";
+import { PLAIN_ROUTE, routeConfigOf, type GatewayRouteConfig } from "./routes/route-config.js";
 import {
   ROUTES,
   answerOtherMethods,
@@ -147,19 +140,24 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
   app.setNotFoundHandler((request) => {
     throw HttpErrors.notFound(request.method, request.url);
   });
-  // Every response, the 404s and 405s included.
+  // Every response, the 404s and 405s included: one hook for what every
+  // request needs first, then the access log.
   requestIdHooks(app);
-  slowClientHooks(app, requestTimeoutSeconds);
+  const guardSlowClient = slowClientGuard(requestTimeoutSeconds);
+  app.addHook("onRequest", (request, reply, done) => {
+    stampRequestId(request, reply);
+    guardSlowClient(request, reply);
+    done();
+  });
   accessLogHooks(app, deps.metrics);
+  app.decorateRequest("matchedRoute", null);
   app.decorateRequest("caller", null);
   app.decorateRequest("model", null);
   app.decorateRequest("tokenReservations", null);
   app.decorateRequest("streamedUsage", null);
 
-  // The model routes, in a scope of their own. Hooks run in the order they
-  // are added within each phase, which is the order of the answers: API key
-  // 401 → 403 → 429 → 400; payment signature 401/402 → 400 → 429 → 402;
-  // then inference, then billing before the answer leaves.
+  // The model routes, in a scope of their own, each with the hooks its
+  // config asks for (plugins/route-hooks.ts says in which order).
   app.register((scope, _options, done) => {
     const pay: PaymentGateParts = {
       secrets: deps.pay?.secrets ?? NOT_CONFIGURED,
@@ -177,27 +175,15 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
     };
     scope.setValidatorCompiler(compileBodySchema);
     scope.decorateReply("served", null);
-    scope.addHook("onRequest", authenticateApiKey(deps.keys)); // 401, 403
-    scope.addHook("onRequest", limitApiKeys(limits)); // 429 (requests)
-    scope.addHook("preValidation", verifyPayment(pay)); // 401, 402 (stale), 401 (replay)
-    scope.addHook("preValidation", raiseBodyProblem); // 400 (not JSON)
-    // validation: the route's RequestBodySchema // 400
-    scope.addHook("preHandler", admitModel);
-    scope.addHook("preHandler", reserveApiKeyTokens(limits)); // 429 (tokens)
-    scope.addHook("preHandler", limitPayAgents(limits)); // 429
-    scope.addHook("preHandler", checkAllowance(pay)); // 402
-    // handler: forward to a runtime, relay its answer (a stream bills from its last event)
     const metering: MeteringParts = {
       meter: deps.meter,
       settlements: deps.pay?.settlements ?? null,
       metrics: deps.metrics,
       now: deps.now,
     };
-    scope.addHook("onSend", settleTokens(limits));
-    scope.addHook("onSend", billServed(metering));
-    // A stream's usage is known at its last event: its token reservation is settled once it ends.
-    scope.addHook("onResponse", settleStreamedTokens(limits));
-    registerRoutes(scope, { ...deps, metering, responses: deps.responses ?? null });
+    const hookParts: HookParts = { keys: deps.keys, limits, pay, metering };
+    const hooksOf = (config: GatewayRouteConfig) => routeHooksOf(config, hookParts);
+    registerRoutes(scope, { ...deps, metering, responses: deps.responses ?? null }, hooksOf);
     // The Files and Batch routes, in a scope of their own that also reads multipart forms.
     scope.register(async (management) => {
       await management.register(multipart, {
@@ -212,12 +198,16 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
         },
       });
       const store = deps.store ?? (() => Promise.reject(new Error("no store configured")));
-      registerManagementRoutes(management, {
-        ...fileHandlers(store, deps.now, deps.fileLimits),
-        ...batchHandlers(store, deps.now, {
-          windowSeconds: deps.batchWindowSeconds ?? DEFAULT_BATCH_WINDOW_SECONDS,
-        }),
-      });
+      registerManagementRoutes(
+        management,
+        {
+          ...fileHandlers(store, deps.now, deps.fileLimits),
+          ...batchHandlers(store, deps.now, {
+            windowSeconds: deps.batchWindowSeconds ?? DEFAULT_BATCH_WINDOW_SECONDS,
+          }),
+        },
+        hooksOf,
+      );
     });
     done();
   });

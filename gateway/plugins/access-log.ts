@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { logFieldsOf } from "../../lib/http/log-fields.js";
 import type { GatewayMetrics } from "../metrics.js";
-import { routeConfigOf } from "../routes/route-config.js";
+import { matchedRouteOf, routeConfigOf } from "../routes/route-config.js";
 
 /**
  * One line per request, written when it completes, and the request metrics.
@@ -38,7 +38,7 @@ export function accessLogHooks(app: FastifyInstance, metrics: GatewayMetrics): v
 
 /** The matched route's path, or for an unmatched request the path it asked for, without a query. */
 export function pathOf(request: FastifyRequest): string {
-  const route = request.routeOptions.url;
+  const route = matchedRouteOf(request).url;
   if (route !== undefined) return route;
   const query = request.url.indexOf("?");
   return query < 0 ? request.url : request.url.slice(0, query);

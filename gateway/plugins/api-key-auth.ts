@@ -1,30 +1,31 @@
-import type { FastifyRequest, onRequestHookHandler } from "fastify";
+import type { FastifyRequest } from "fastify";
+import type { CodedError } from "../../lib/coded-error.js";
 import type { KeyStore } from "../auth/key-store.js";
 import { GatewayErrors } from "../errors.js";
-import { routeConfigOf } from "../routes/route-config.js";
 
 /**
  * API-key routes (spec 5.1): `x-api-key` (or the OpenAI clients'
  * `Authorization: Bearer <key>`) → 401, then `x-project-id` → 403. Runs at
  * `onRequest`, before the body is read: an unauthenticated caller costs no
- * body parsing and learns nothing about the API from 400s.
+ * body parsing and learns nothing about the API from 400s. Synchronous, and
+ * only on the routes that take a key: route-hooks.ts runs it, then the
+ * key's request limit, as one hook.
  */
-export function authenticateApiKey(keys: KeyStore): onRequestHookHandler {
-  return (request, _reply, done) => {
-    if (routeConfigOf(request).auth !== "api-key") return done();
+export function authenticateApiKey(keys: KeyStore): (request: FastifyRequest) => CodedError | null {
+  return (request) => {
     const result = keys.authenticate(apiKeyOf(request));
     if (!result.ok) {
       // The client learns only "invalid API key"; operators see the reason.
       if (result.reason === "revoked" || result.reason === "unknown") {
         request.log.info({ reason: result.reason, keyId: result.keyId }, "API key refused");
       }
-      return done(GatewayErrors.invalidApiKey());
+      return GatewayErrors.invalidApiKey();
     }
     const { key } = result;
     // Who called goes on every later line of this request (cheaper than a child logger).
     request.logFields = { keyId: key.id, account: key.account };
     const decision = keys.authorizeProject(key, request.headers["x-project-id"]);
-    if (!decision.ok) return done(GatewayErrors.projectForbidden());
+    if (!decision.ok) return GatewayErrors.projectForbidden();
     const project = decision.project ?? null;
     request.caller = {
       kind: "api-key",
@@ -35,7 +36,7 @@ export function authenticateApiKey(keys: KeyStore): onRequestHookHandler {
       rateLimit: key.rateLimit,
       projectRateLimit: project === null ? undefined : key.projectRateLimits?.get(project),
     };
-    done();
+    return null;
   };
 }
 

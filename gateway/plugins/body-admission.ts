@@ -1,8 +1,4 @@
-import type {
-  FastifySchemaCompiler,
-  preHandlerHookHandler,
-  preValidationHookHandler,
-} from "fastify";
+import type { FastifyRequest, FastifySchemaCompiler, preValidationHookHandler } from "fastify";
 import type { ResponsesRequest } from "../../api/responses-request.js";
 import { validateRequest } from "../../api/validation.js";
 import type { RouteName } from "../../crds/inference-model.js";
@@ -10,7 +6,6 @@ import type { CodedError } from "../../lib/coded-error.js";
 import { HttpErrors } from "../../lib/http/http-errors.js";
 import { GatewayErrors } from "../errors.js";
 import type { ModelRegistry, RoutableModel } from "../registry/registry.js";
-import { routeConfigOf } from "../routes/route-config.js";
 
 /**
  * The body of a model route, judged by the route's schema: Fastify's
@@ -64,16 +59,13 @@ export const compileBodySchema: FastifySchemaCompiler<unknown> = ({ schema }) =>
  * `preValidation`: a body that could not be read as JSON was kept aside by
  * the content-type parser (json-body.ts), so that a payment signature is
  * checked first; it is raised here, after authentication, before validation,
- * on the routes that read a body.
+ * on the routes that read a body (route-hooks.ts).
  */
 export const raiseBodyProblem: preValidationHookHandler = (request, _reply, done) => {
-  done(routeConfigOf(request).body === "ignored" ? undefined : request.bodyProblem);
+  done(request.bodyProblem);
 };
 
-/** `preHandler`, first: the model the admitted body was validated against. */
-export const admitModel: preHandlerHookHandler = (request, _reply, done) => {
-  if (routeConfigOf(request).modelRoute !== null) {
-    request.model = admittedModels.get(request.body as object) ?? null;
-  }
-  done();
-};
+/** `preHandler`, first on a model route: the model the admitted body was validated against. */
+export function admitModel(request: FastifyRequest): void {
+  request.model = admittedModels.get(request.body as object) ?? null;
+}

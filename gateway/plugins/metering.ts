@@ -1,4 +1,4 @@
-import type { FastifyRequest, onSendAsyncHookHandler } from "fastify";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Usage } from "../../api/runtime-wire.js";
 import { costOf } from "../metering/cost.js";
 import type { Meter } from "../metering/meter.js";
@@ -31,14 +31,22 @@ export interface MeteringParts {
   now: () => number;
 }
 
-export function billServed(parts: MeteringParts): onSendAsyncHookHandler {
-  return async (request, reply) => {
+/**
+ * The `onSend` step that bills what the handler served (`reply.served`);
+ * null when nothing was (an error, a stream that bills from its last
+ * event), so the hook hands on without a promise.
+ */
+export function billServed(
+  parts: MeteringParts,
+): (request: FastifyRequest, reply: FastifyReply) => Promise<void> | null {
+  return (request, reply) => {
     const served = reply.served;
-    if (!served) return;
+    if (!served) return null;
     // Once: an error answered in its place runs this hook again.
     reply.served = null;
-    const payUsage = await billUsage(parts, request, served.model, served.usage);
-    if (payUsage !== null) reply.header(PAY_USAGE_HEADER, payUsage);
+    return billUsage(parts, request, served.model, served.usage).then((payUsage) => {
+      if (payUsage !== null) reply.header(PAY_USAGE_HEADER, payUsage);
+    });
   };
 }
 

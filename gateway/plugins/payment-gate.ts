@@ -1,5 +1,9 @@
 import { createHash } from "node:crypto";
-import type { FastifyRequest, preHandlerHookHandler, preValidationHookHandler } from "fastify";
+import type {
+  FastifyRequest,
+  preHandlerAsyncHookHandler,
+  preValidationAsyncHookHandler,
+} from "fastify";
 import { logFieldsOf } from "../../lib/http/log-fields.js";
 import type { GatewayMetrics } from "../metrics.js";
 import { PayErrors, signatureError } from "../pay/pay-errors.js";
@@ -10,7 +14,6 @@ import type { RoutableModel } from "../registry/registry.js";
 import type { PayCaller } from "../routes/caller.js";
 import { routeConfigOf } from "../routes/route-config.js";
 import { responseIdOf } from "./request-id.js";
-import { onlyWhere } from "./route-gate.js";
 
 /**
  * The payment route's gate (spec 5.2), in the order the spec sets:
@@ -64,9 +67,9 @@ export function signedTarget(request: FastifyRequest): Buffer {
   return Buffer.from(`${request.method} ${request.url}`, "utf8");
 }
 
-/** `preValidation`: the signature, then the replay memory. */
-export function verifyPayment(parts: PaymentGateParts): preValidationHookHandler {
-  return onlyWhere(isPayRoute, async (request) => {
+/** `preValidation`, on the payment routes: the signature, then the replay memory. */
+export function verifyPayment(parts: PaymentGateParts): preValidationAsyncHookHandler {
+  return async (request) => {
     const nowMs = parts.now();
     const nowSeconds = Math.floor(nowMs / 1000);
     const runsModel = routeConfigOf(request).modelRoute !== null;
@@ -116,11 +119,7 @@ export function verifyPayment(parts: PaymentGateParts): preValidationHookHandler
         scheme: result.scheme,
       },
     };
-  });
-}
-
-function isPayRoute(request: FastifyRequest): boolean {
-  return routeConfigOf(request).auth === "pay-signature";
+  };
 }
 
 /**
@@ -139,9 +138,9 @@ export function paidRequestOf(request: FastifyRequest, caller: PayCaller, model:
   };
 }
 
-/** `preHandler`, after admission and the agent's rate limit: the allowance check. */
-export function checkAllowance(parts: PaymentGateParts): preHandlerHookHandler {
-  return onlyWhere(isPayRoute, async (request) => {
+/** `preHandler`, on the payment routes, after admission and the agent's rate limit: the allowance check. */
+export function checkAllowance(parts: PaymentGateParts): preHandlerAsyncHookHandler {
+  return async (request) => {
     const caller = request.caller;
     const model = request.model;
     if (caller?.kind !== "pay" || !model) return;
@@ -162,5 +161,5 @@ export function checkAllowance(parts: PaymentGateParts): preHandlerHookHandler {
         "payment provider unavailable: allowance check failed open",
       );
     }
-  });
+  };
 }

@@ -1,10 +1,8 @@
 import type {
   FastifyReply,
   FastifyRequest,
-  onRequestAsyncHookHandler,
   onResponseHookHandler,
-  onSendHookHandler,
-  preHandlerHookHandler,
+  preHandlerAsyncHookHandler,
 } from "fastify";
 import type { CodedError } from "../../lib/coded-error.js";
 import { logFieldsOf } from "../../lib/http/log-fields.js";
@@ -16,7 +14,6 @@ import { setRateLimitHeaders, type LimitUnit } from "../rate-limit/rate-limit-he
 import type { ApiKeyCaller } from "../routes/caller.js";
 import { routeConfigOf } from "../routes/route-config.js";
 import { mostTokens } from "./payment-gate.js";
-import { onlyWhere } from "./route-gate.js";
 
 /**
  * Rate limits per caller, in requests and (when configured) tokens a
@@ -156,39 +153,38 @@ function apiKeyBuckets(caller: ApiKeyCaller, parts: RateLimitParts, most: number
  * `onRequest`, after the key is known: one request from the key's bucket
  * (its own limit from the keys file, or the default) and from its project's
  * when the account limits the project; the token balances are read, not
- * taken, so a 429 and a 200 both carry the token headers.
+ * taken, so a 429 and a 200 both carry the token headers. Runs in the key
+ * route's one `onRequest` hook (route-hooks.ts), right after the key.
  */
-export function limitApiKeys(parts: RateLimitParts): onRequestAsyncHookHandler {
-  return async (request, reply) => {
+export function limitApiKeys(
+  parts: RateLimitParts,
+): (request: FastifyRequest, reply: FastifyReply) => Promise<void> | null {
+  return (request, reply) => {
     const caller = request.caller;
-    if (routeConfigOf(request).rateLimit !== "api-key" || caller?.kind !== "api-key") return;
-    await decide(request, reply, parts, apiKeyBuckets(caller, parts, null));
+    if (caller?.kind !== "api-key") return null;
+    return decide(request, reply, parts, apiKeyBuckets(caller, parts, null));
   };
 }
 
 /**
- * `preHandler`, after admission: the token reservations of the key and its
- * project. A route that serves no model (a usage read) uses no tokens.
+ * `preHandler`, after admission, on a model route of API keys: the token
+ * reservations of the key and its project; null when there is nothing to
+ * reserve (no token limits), so the hook hands on without a promise.
  */
-export function reserveApiKeyTokens(parts: RateLimitParts): preHandlerHookHandler {
-  return (request, reply, done) => {
+export function reserveApiKeyTokens(
+  parts: RateLimitParts,
+): (request: FastifyRequest, reply: FastifyReply) => Promise<void> | null {
+  return (request, reply) => {
     const caller = request.caller;
-    const config = routeConfigOf(request);
-    if (config.rateLimit !== "api-key" || config.modelRoute === null || caller?.kind !== "api-key")
-      return done();
+    if (caller?.kind !== "api-key") return null;
     const buckets = apiKeyBuckets(caller, parts, mostTokensOf(request));
-    // Without token limits there is nothing to reserve: no limiter call, no promise.
-    if (buckets.length === 0) return done();
-    decide(request, reply, parts, buckets).then(
-      () => done(),
-      (error: unknown) => done(error as Error),
-    );
+    return buckets.length === 0 ? null : decide(request, reply, parts, buckets);
   };
 }
 
-/** `preHandler`, after the body is judged: the buying agent's request and token buckets together. */
-export function limitPayAgents(parts: RateLimitParts): preHandlerHookHandler {
-  return onlyWhere(isPayAgentRoute, async (request, reply) => {
+/** `preHandler`, after the body is judged, on the payment routes: the buying agent's request and token buckets together. */
+export function limitPayAgents(parts: RateLimitParts): preHandlerAsyncHookHandler {
+  return async (request, reply) => {
     const caller = request.caller;
     if (caller?.kind !== "pay") return;
     const id = `agent:${caller.agentKey}`;
@@ -199,25 +195,25 @@ export function limitPayAgents(parts: RateLimitParts): preHandlerHookHandler {
         ? [tokenTake(`${id}:tokens`, tokensPerMinute, mostTokensOf(request))]
         : []),
     ]);
-  });
-}
-
-function isPayAgentRoute(request: FastifyRequest): boolean {
-  return routeConfigOf(request).rateLimit === "pay-agent";
+  };
 }
 
 /**
- * `onSend`: settles a token reservation with what the request used (all of
- * it given back when nothing was served). Not awaited: the answer does not
- * wait for the limiter, and a failed settlement only leaves the bucket
- * stricter than it should be until it refills. A stream's usage is not known
- * when its headers leave: it keeps its reservation until it ends.
+ * Once the answer is known (the metering `onSend` hook, route-hooks.ts):
+ * settles a token reservation with what the request used (all of it given
+ * back when nothing was served). Not awaited: the answer does not wait for
+ * the limiter, and a failed settlement only leaves the bucket stricter than
+ * it should be until it refills. A stream's usage is not known when its
+ * headers leave: it keeps its reservation until it ends.
  */
-export function settleTokens(parts: RateLimitParts): onSendHookHandler {
-  return (request, reply, _payload, done) => {
-    if (!isEventStream(reply)) settleReservations(parts, request, reply.served?.usage);
-    done();
-  };
+export function settleTokens(
+  parts: RateLimitParts,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): void {
+  if (request.tokenReservations && !isEventStream(reply)) {
+    settleReservations(parts, request, reply.served?.usage);
+  }
 }
 
 /**

@@ -1,4 +1,9 @@
-import type { FastifyInstance, FastifyRequest, RawRequestDefaultExpression } from "fastify";
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  RawRequestDefaultExpression,
+} from "fastify";
 import { newId } from "../../api/responses-response.js";
 import { randomHex } from "../../lib/random-hex.js";
 
@@ -35,10 +40,14 @@ export function responseIdOf(request: FastifyRequest): string {
 
 export function requestIdHooks(app: FastifyInstance): void {
   app.decorateRequest("responseId", undefined);
-  app.addHook("onRequest", (request, reply, done) => {
-    // On the raw response, so that a 408 written by the HTTP server for a
-    // request too slow to arrive (slow-clients.ts) carries it too.
-    reply.raw.setHeader("x-request-id", request.id);
-    done();
-  });
+}
+
+/**
+ * The first step of every request (app.ts runs it in the one `onRequest`
+ * hook of the whole app): `x-request-id` on the raw response, so that a 408
+ * written by the HTTP server for a request too slow to arrive
+ * (slow-clients.ts) carries it too.
+ */
+export function stampRequestId(request: FastifyRequest, reply: FastifyReply): void {
+  reply.raw.setHeader("x-request-id", request.id);
 }

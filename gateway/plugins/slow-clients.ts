@@ -1,6 +1,6 @@
 import type { ServerOptions, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { HttpErrors } from "../../lib/http/http-errors.js";
 import { routeConfigOf } from "../routes/route-config.js";
 
@@ -52,9 +52,12 @@ const receiving = new WeakMap<Socket, ServerResponse>();
 /** Sockets receiving a file upload now, whose bound is the upload timeout. */
 const uploading = new WeakSet<Socket>();
 
-export function slowClientHooks(app: FastifyInstance, requestTimeoutSeconds: number): void {
+/** Run first for every request (app.ts's one app-wide `onRequest` hook). */
+export function slowClientGuard(
+  requestTimeoutSeconds: number,
+): (request: FastifyRequest, reply: FastifyReply) => void {
   const body = requestTimeoutBody(requestTimeoutSeconds);
-  app.addHook("onRequest", (request, reply, done) => {
+  return (request, reply) => {
     const socket = request.raw.socket;
     receiving.set(socket, reply.raw);
     if (routeConfigOf(request).bodyTimeout === "upload") {
@@ -71,8 +74,7 @@ export function slowClientHooks(app: FastifyInstance, requestTimeoutSeconds: num
       request.raw.once("end", clear);
       reply.raw.once("close", clear);
     }
-    done();
-  });
+  };
 }
 
 /** 408 on the response being received when it can still be sent, else on the bare socket. */

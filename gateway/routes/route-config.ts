@@ -50,6 +50,10 @@ declare module "fastify" {
   interface FastifyContextConfig {
     gateway?: GatewayRouteConfig;
   }
+  interface FastifyRequest {
+    /** The matched route's config, read once per request (see `routeConfigOf`). */
+    matchedRoute: MatchedRoute | null;
+  }
 }
 
 /** The config of routes that declare nothing: the 404 handler, the document. */
@@ -63,7 +67,22 @@ export const PLAIN_ROUTE: GatewayRouteConfig = Object.freeze({
   metricsName: null,
 });
 
+/** The route a request matched: its path as registered (absent for a 404) and its gateway config. */
+export interface MatchedRoute {
+  url?: string | undefined;
+  gateway?: GatewayRouteConfig | undefined;
+}
+
+/**
+ * The route a request matched, kept on the request: Fastify's
+ * `routeOptions` getter builds a fresh object of a dozen fields on every
+ * read, and a request asks from several hooks.
+ */
+export function matchedRouteOf(request: FastifyRequest): MatchedRoute {
+  return (request.matchedRoute ??= request.routeOptions.config);
+}
+
 /** The gateway config of the route a request matched. */
 export function routeConfigOf(request: FastifyRequest): GatewayRouteConfig {
-  return request.routeOptions.config.gateway ?? PLAIN_ROUTE;
+  return matchedRouteOf(request).gateway ?? PLAIN_ROUTE;
 }

@@ -7,6 +7,7 @@ import type {
 } from "fastify";
 import { HttpErrors } from "../../lib/http/http-errors.js";
 import { RequestBodySchema } from "../plugins/body-admission.js";
+import type { RouteHooks } from "../plugins/route-hooks.js";
 import type { ModelRegistry } from "../registry/registry.js";
 import { inferenceHandler, type InferenceDeps } from "./inference.handler.js";
 import { payResponsesRoute } from "./pay-responses.route.js";
@@ -48,6 +49,9 @@ function routeConfig(spec: RouteSpec): { gateway: GatewayRouteConfig } {
   return { gateway: readsBody ? spec.config : { ...spec.config, body: "ignored" } };
 }
 
+/** The hooks a route runs, chosen from its config (plugins/route-hooks.ts). */
+export type HooksOf = (config: GatewayRouteConfig) => RouteHooks;
+
 /** A route's handler: it answers with the reply it sent, or with a body for Fastify to send. */
 type RouteHandler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
@@ -56,11 +60,15 @@ export interface RouteTableDeps extends InferenceDeps, UsageDeps {
 }
 
 /**
- * Registers the route table with `route()`, each route with its `config`;
- * the hooks of the scope read that config. A model route's body is validated
- * by the route (`RequestBodySchema`).
+ * Registers the route table with `route()`, each route with its `config`
+ * and the hooks that config asks for. A model route's body is validated by
+ * the route (`RequestBodySchema`).
  */
-export function registerRoutes(scope: FastifyInstance, deps: RouteTableDeps): void {
+export function registerRoutes(
+  scope: FastifyInstance,
+  deps: RouteTableDeps,
+  hooksOf: HooksOf,
+): void {
   const usage = usageHandlers(deps);
   const handlers: Record<Exclude<RouteAction, "files-and-batches">, RouteHandler> = {
     infer: inferenceHandler(deps),
@@ -74,10 +82,12 @@ export function registerRoutes(scope: FastifyInstance, deps: RouteTableDeps): vo
     const { modelRoute } = spec.config;
     // The Files and Batch routes are registered with their handlers, in their scope.
     if (spec.action === "files-and-batches") continue;
+    const config = routeConfig(spec);
     scope.route({
       method: spec.method,
       url: fastifyPath(spec.path),
-      config: routeConfig(spec),
+      config,
+      ...hooksOf(config.gateway),
       ...(modelRoute ? { schema: { body: new RequestBodySchema(deps.registry, modelRoute) } } : {}),
       handler: handlers[spec.action],
     });
@@ -145,15 +155,18 @@ export function servedMethods(
 export function registerManagementRoutes(
   scope: FastifyInstance,
   handlers: Readonly<Record<string, RouteHandlerMethod>>,
+  hooksOf: HooksOf,
 ): void {
   for (const spec of ROUTES) {
     if (spec.action !== "files-and-batches") continue;
     const handler = handlers[spec.operationId];
     if (!handler) throw new Error(`no handler for ${spec.operationId}`);
+    const config = routeConfig(spec);
     scope.route({
       method: spec.method,
       url: fastifyPath(spec.path),
-      config: routeConfig(spec),
+      config,
+      ...hooksOf(config.gateway),
       handler,
     });
   }
