@@ -1,5 +1,5 @@
 import { EventEmitter } from "node:events";
-import { PassThrough } from "node:stream";
+import { Readable } from "node:stream";
 import { StringDecoder } from "node:string_decoder";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { failedResponse, type ResponsesError } from "../../api/responses-response.js";
@@ -129,11 +129,16 @@ export async function relayStream(
         return reply.code(answer.statusCode).headers(relayedHeaders(answer.headers)).send(body);
       }
 
-      const out = new PassThrough();
+      // Frames are pushed straight into the readable side Fastify pipes to
+      // the client: a PassThrough would take each through its writable side
+      // and a transform first. Nothing is read back from it, so there is no
+      // backpressure to honour beyond the socket's own buffering.
+      const out = new Readable({ read() {} });
       // A client gone mid-stream destroys `out`; the relay reads on for the usage.
       out.on("error", () => {});
+      let outEnded = false;
       const send = (text: string) => {
-        if (!out.destroyed && !out.writableEnded) out.write(text);
+        if (!out.destroyed && !outEnded) out.push(text);
       };
       let payUsage: string | null = null;
       reply
@@ -229,7 +234,8 @@ export async function relayStream(
         const { message, type, code } = GatewayErrors.upstreamError(model.id);
         send(failedFrame(relayed, { message, type, code }));
       }
-      out.end();
+      outEnded = true;
+      if (!out.destroyed) out.push(null);
       return reply;
     },
   );
