@@ -72,7 +72,13 @@ export function inferenceHandler(deps: InferenceDeps) {
       }
       reply.header("x-inference-type", "cloud");
       reply.served = { model, usage: relay.usage };
-      if (deps.responses) {
+      // A classifier answers a bare label-to-score object, never stored: its
+      // bytes are not read as JSON, nor are those of a `store: false` answer.
+      if (
+        deps.responses &&
+        model.task !== "zero-shot-classification" &&
+        (request.body as { store?: unknown }).store !== false
+      ) {
         const json = answer.body.toString("utf8");
         await storeAnswer(deps, request, JSON.parse(json), json, answer.endpoint);
       }
