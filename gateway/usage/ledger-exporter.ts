@@ -117,6 +117,8 @@ export interface LedgerExporterOptions {
    * queries run one at a time (the embedded PGlite). See `feed`.
    */
   fed?: boolean;
+  /** Fed rows held at most; default MAX_FED_ROWS. */
+  maxFedRows?: number;
 }
 
 /** Fed rows held at most while the sink is behind; past it the exporter reads the ledger again. */
@@ -184,7 +186,7 @@ export class LedgerExporter {
         seq: BigInt(position.seq),
       });
     }
-    if (this.fedRows.length > MAX_FED_ROWS) {
+    if (this.fedRows.length > (this.options.maxFedRows ?? MAX_FED_ROWS)) {
       this.fedRows = [];
       this.lost = true;
       this.fromFeed = false;

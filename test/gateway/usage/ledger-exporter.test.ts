@@ -334,4 +334,50 @@ describe("ledger exporter on pglite, fed the rows as they are written", () => {
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(sink.attempts.slice(attempts)).toEqual(later.map((e) => e.responseId));
   });
+
+  it("drops a feed that outgrew its bound during a sink outage, and reads the ledger until caught up", async () => {
+    const target = await pglite.newTarget();
+    const sink = await startCountingSink();
+    onCleanup(() => sink.close());
+    const store = await openStore(target);
+    onCleanup(() => store.close());
+    const exporter = new LedgerExporter({
+      db: () => Promise.resolve(store.db),
+      send: createHttpSinkSender<WireLedgerRecord>({ url: sink.url }),
+      isRetryable: isRetryableSinkError,
+      logger: logs().logger,
+      batchSize: 10,
+      pollMs: 50,
+      retry: fastRetry,
+      fed: true,
+      maxFedRows: 15,
+    });
+    onCleanup(() => exporter.close());
+    const send = createLedgerSender(store.db, { onRecorded: (rows) => exporter.feed(rows) });
+    exporter.start();
+    await until("the exporter on its feed", () => exporter.exportingFromFeed);
+
+    sink.failNext(1_000_000, 503);
+    const rows = Array.from({ length: 40 }, () => entry());
+    for (let i = 0; i < rows.length; i += 5) {
+      await send(
+        rows.slice(i, i + 5).map((e) => ({ key: e.responseId, record: e })),
+        { signal: new AbortController().signal },
+      );
+    }
+    // More than 15 waited: the feed is gone, and the ledger is read instead.
+    expect(exporter.exportingFromFeed).toBe(false);
+    sink.failNext(0);
+    await until("every row", () => rows.every((e) => sink.counted.has(e.responseId)));
+    await until("the exporter back on its feed", () => exporter.exportingFromFeed);
+    const later = Array.from({ length: 5 }, () => entry());
+    await send(
+      later.map((e) => ({ key: e.responseId, record: e })),
+      { signal: new AbortController().signal },
+    );
+    await until("the later rows", () => later.every((e) => sink.counted.has(e.responseId)));
+    // Each row accepted once, in order (the refused attempts aside).
+    const accepted = [...sink.counted.keys()];
+    expect(accepted).toEqual([...rows, ...later].map((e) => e.responseId));
+  });
 });
