@@ -31,7 +31,12 @@ import type { RateLimits } from "./rate-limit/limits.js";
 import { ModelRegistry } from "./registry/registry.js";
 import { createSharedState } from "./shared-state/shared-state.js";
 import { withDatabaseTls } from "./store/database-url.js";
-import { createLedgerSender, isRetryableLedgerError, ledgerThenEach } from "./store/ledger-sink.js";
+import {
+  createLedgerSender,
+  isRetryableLedgerError,
+  ledgerThenEach,
+  type RecordedEntry,
+} from "./store/ledger-sink.js";
 import { ResponseStore, sweepIntervalMs } from "./store/response-store.js";
 import { StoreOpener } from "./store/store-opener.js";
 import { Upstream } from "./upstream/forward.js";
@@ -105,8 +110,14 @@ export async function createGatewayComponents(
   store.start();
   closers.push(() => store.close());
   observeStore(metrics, store);
+  // The embedded ledger has one writer and one exporter, in this process:
+  // the exporter is fed the rows as they are written instead of reading
+  // each back (ledger-exporter.ts, `feed`).
+  const feedsExporter = !databaseUrl && Boolean(config.usageSinkUrl);
+  let exporterFeed: ((recorded: readonly RecordedEntry[]) => void) | null = null;
   const toLedger = createLedgerSender(() => store.db(), {
     onWritten: () => (store.reachable = true),
+    ...(feedsExporter ? { onRecorded: (recorded) => exporterFeed?.(recorded) } : {}),
     // A record the database refused is no outage: only other errors say it is down.
     onFailed: (error) => {
       if (isRetryableLedgerError(error)) store.reachable = false;
@@ -148,12 +159,14 @@ export async function createGatewayComponents(
       isRetryable: isRetryableSinkError,
       retry: NEVER_GIVE_UP,
       logger,
+      fed: feedsExporter,
       hooks: {
         onExported: (rows) => counted.onExported(rows),
         onRefused: () => counted.onRefused(),
       },
     });
     const counted = observeExporter(metrics, exporter);
+    if (feedsExporter) exporterFeed = (recorded) => exporter.feed(recorded);
     exporter.start();
     closers.push(() => exporter.close());
   } else {

@@ -2,13 +2,29 @@ import type { Kysely } from "kysely";
 import type { OutboxSend, OutboxSendBatch } from "../outbox/durable-outbox.js";
 import type { Database } from "./database.js";
 import type { LedgerEntry } from "./ledger-entry.js";
-import { recordLedgerEntries } from "./usage-ledger.js";
+import {
+  recordLedgerEntries,
+  recordLedgerEntriesReturning,
+  type LedgerPosition,
+} from "./usage-ledger.js";
 
 export interface LedgerSinkHooks {
   /** After each batch: how many entries it held and how many were new to the ledger. */
   onWritten?(entries: number, inserted: number): void;
   /** After a batch failed, with the error the outbox sees. */
   onFailed?(error: unknown): void;
+  /**
+   * After each batch, the entries that were new to the ledger with where
+   * each landed in the export order. Set only where one process owns the
+   * ledger (the embedded one): its exporter is fed these instead of reading
+   * the rows back (ledger-exporter.ts).
+   */
+  onRecorded?(recorded: readonly RecordedEntry[]): void;
+}
+
+export interface RecordedEntry {
+  readonly entry: LedgerEntry;
+  readonly position: LedgerPosition;
 }
 
 /**
@@ -25,18 +41,36 @@ export function createLedgerSender(
 ): OutboxSendBatch<LedgerEntry> {
   return async (items) => {
     let inserted: number;
+    let recorded: RecordedEntry[] | null = null;
     try {
       const handle = typeof db === "function" ? await db() : db;
-      inserted = await recordLedgerEntries(
-        handle,
-        items.map((item) => item.record),
-      );
+      const entries = items.map((item) => item.record);
+      if (hooks.onRecorded) {
+        const positions = await recordLedgerEntriesReturning(handle, entries);
+        recorded = recordedEntries(entries, positions);
+        inserted = positions.length;
+      } else {
+        inserted = await recordLedgerEntries(handle, entries);
+      }
     } catch (error) {
       hooks.onFailed?.(error);
       throw error;
     }
     hooks.onWritten?.(items.length, inserted);
+    if (recorded) hooks.onRecorded?.(recorded);
   };
+}
+
+/** The entries the ledger returned a position for: those new to it. */
+function recordedEntries(
+  entries: readonly LedgerEntry[],
+  positions: readonly LedgerPosition[],
+): RecordedEntry[] {
+  const byId = new Map(entries.map((entry) => [entry.responseId, entry]));
+  return positions.flatMap((position) => {
+    const entry = byId.get(position.response_id);
+    return entry ? [{ entry, position }] : [];
+  });
 }
 
 /**

@@ -21,9 +21,37 @@ export async function recordLedgerEntries(
   entries: readonly LedgerEntry[],
 ): Promise<number> {
   if (entries.length === 0) return 0;
+  const result = await insertEntries(db, entries, false);
+  return Number(result.numAffectedRows ?? 0n);
+}
+
+/** Where an inserted row sits in the export order (migration 0002). */
+export interface LedgerPosition {
+  response_id: string;
+  txid: string;
+  seq: string;
+}
+
+/**
+ * `recordLedgerEntries`, returning where each row that was new to the
+ * ledger landed in the export order (rows already there are not returned):
+ * what the embedded ledger's exporter is fed instead of reading the rows
+ * back (ledger-exporter.ts). Three short columns a row, against the
+ * fourteen the exporter's read parses.
+ */
+export async function recordLedgerEntriesReturning(
+  db: Kysely<Database>,
+  entries: readonly LedgerEntry[],
+): Promise<LedgerPosition[]> {
+  if (entries.length === 0) return [];
+  const result = await insertEntries(db, entries, true);
+  return result.rows as LedgerPosition[];
+}
+
+function insertEntries(db: Kysely<Database>, entries: readonly LedgerEntry[], returning: boolean) {
   const column = <K extends keyof LedgerEntry>(key: K): LedgerEntry[K][] =>
     entries.map((entry) => entry[key]);
-  const result = await sql`
+  return sql`
     INSERT INTO usage_ledger (
       response_id, route, account, project, key_id, agent_id, model,
       input_tokens, output_tokens, cached_tokens, cost, currency, request_id, answered_at
@@ -38,6 +66,6 @@ export async function recordLedgerEntries(
       ${column("requestId")}::text[], ${column("time")}::timestamptz[]
     )
     ON CONFLICT (response_id) DO NOTHING
+    ${returning ? sql`RETURNING response_id, txid::text AS txid, seq::text AS seq` : sql``}
   `.execute(db);
-  return Number(result.numAffectedRows ?? 0n);
 }

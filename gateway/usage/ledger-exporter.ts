@@ -5,6 +5,8 @@ import type { Logger } from "../../lib/logger.js";
 import type { OutboxSendBatch } from "../outbox/durable-outbox.js";
 import { backoffDelayMs, type RetryPolicy } from "../outbox/backoff.js";
 import type { Database } from "../store/database.js";
+import type { LedgerEntry } from "../store/ledger-entry.js";
+import type { RecordedEntry } from "../store/ledger-sink.js";
 
 /**
  * One exporter of the ledger to the HTTP usage sink, whatever the number of
@@ -109,6 +111,23 @@ export interface LedgerExporterOptions {
   pollMs?: number;
   retry?: RetryPolicy;
   hooks?: ExporterHooks;
+  /**
+   * Whether rows come through `feed` as the ledger takes them: only where
+   * this process is the ledger's one writer of exported rows and its
+   * queries run one at a time (the embedded PGlite). See `feed`.
+   */
+  fed?: boolean;
+  /** Fed rows held at most; default MAX_FED_ROWS. */
+  maxFedRows?: number;
+}
+
+/** Fed rows held at most while the sink is behind; past it the exporter reads the ledger again. */
+export const MAX_FED_ROWS = 10_000;
+
+interface FedRow {
+  readonly row: ExportedRow;
+  readonly txid: bigint;
+  readonly seq: bigint;
 }
 
 /** Which rows go to the sink: the API-key route's, as before the ledger (the payment provider bills the other). */
@@ -127,6 +146,14 @@ export class LedgerExporter {
   private readonly abort = new AbortController();
   /** Whether this replica holds the lock (always, on PGlite). */
   leading = false;
+  /** Rows fed since they were written, not yet exported, in no promised order. */
+  private fedRows: FedRow[] = [];
+  /** Exporting from `fedRows` without reading the ledger (see `feed`). */
+  private fromFeed = false;
+  /** Fed rows were dropped since the last read began: the feed has a gap. */
+  private lost = false;
+  /** The last row passed (exported or not), in the export order; null before the cursor is read. */
+  private position: { txid: bigint; seq: bigint } | null = null;
 
   constructor(options: LedgerExporterOptions) {
     this.options = options;
@@ -134,6 +161,41 @@ export class LedgerExporter {
 
   start(): void {
     this.schedule(0);
+  }
+
+  /**
+   * Rows the ledger just took, with where they landed (ledger-sink.ts):
+   * with `fed`, once a read of the ledger found nothing more after the
+   * cursor, the exporter sends these instead of reading each row back
+   * (about 24 us of the event loop a row on PGlite, docs/state.md). The
+   * durable cursor still moves after each batch the sink accepted, so a
+   * restart resends nothing it acknowledged and finds everything else by
+   * reading, as before. It is exact because every exported row is fed and
+   * PGlite runs one statement at a time: a row is never committed behind
+   * one already passed, so a fed row at or before the position was already
+   * read. When more than MAX_FED_ROWS wait (a sink outage), the feed is
+   * dropped and the exporter reads the ledger until it has caught up again.
+   */
+  feed(recorded: readonly RecordedEntry[]): void {
+    if (!this.options.fed || this.closed) return;
+    for (const { entry, position } of recorded) {
+      if (entry.route !== EXPORTED_ROUTE) continue;
+      this.fedRows.push({
+        row: exportedRowOf(entry, position.txid, position.seq),
+        txid: BigInt(position.txid),
+        seq: BigInt(position.seq),
+      });
+    }
+    if (this.fedRows.length > (this.options.maxFedRows ?? MAX_FED_ROWS)) {
+      this.fedRows = [];
+      this.lost = true;
+      this.fromFeed = false;
+    }
+  }
+
+  /** Whether the exporter sends fed rows now instead of reading the ledger; for tests. */
+  get exportingFromFeed(): boolean {
+    return this.fromFeed;
   }
 
   private schedule(delayMs: number): void {
@@ -163,12 +225,44 @@ export class LedgerExporter {
     const poll = this.options.pollMs ?? 1000;
     if (!(await this.holdLock())) return poll;
     const db = await this.options.db();
+    if (this.fromFeed) {
+      await this.exportFed(db);
+      this.failures = 0;
+      return poll;
+    }
     const full = this.options.readSize ?? DEFAULT_READ_SIZE;
     for (;;) {
       if (this.closed || !(await this.stillHeld())) return poll;
-      const exported = await this.exportBatch(db);
+      const { read, passed } = await this.exportBatch(db);
       this.failures = 0;
-      if (exported < full) return poll;
+      if (read < full) {
+        if (passed === read) this.caughtUp();
+        return poll;
+      }
+    }
+  }
+
+  /** A read found the end of the ledger: from now on, the fed rows after it are the rest. */
+  private caughtUp(): void {
+    if (!this.options.fed || this.lost || this.closed) return;
+    const from = this.position;
+    this.fedRows = from ? this.fedRows.filter((fed) => isAfter(fed, from)) : this.fedRows;
+    this.fromFeed = true;
+  }
+
+  /** Sends the fed rows in the export order, a batch at a time, each batch removed once sent. */
+  private async exportFed(db: Kysely<Database>): Promise<void> {
+    const size = this.options.batchSize ?? 100;
+    while (this.fromFeed && this.fedRows.length > 0 && !this.closed) {
+      this.fedRows.sort(byExportOrder);
+      const batch = this.fedRows.slice(0, size);
+      await this.exportRows(
+        db,
+        batch.map((fed) => fed.row),
+      );
+      // Rows fed meanwhile were appended; a dropped feed has nothing left to remove.
+      const sent = new Set(batch);
+      this.fedRows = this.fedRows.filter((fed) => !sent.has(fed));
     }
   }
 
@@ -244,15 +338,18 @@ export class LedgerExporter {
   /**
    * Reads the next rows after the cursor and sends them a batch at a time,
    * moving the cursor past each batch the sink accepted; returns how many
-   * rows it passed. Stops early when the lock is lost.
+   * rows it read and how many it passed. Stops early when the lock is lost.
    */
-  private async exportBatch(db: Kysely<Database>): Promise<number> {
+  private async exportBatch(db: Kysely<Database>): Promise<{ read: number; passed: number }> {
     const cursor = await db
       .selectFrom("usage_export_cursor")
       .select([sql<string>`txid::text`.as("txid"), "seq"])
       .where("name", "=", HTTP_SINK_CURSOR)
       .executeTakeFirst();
     const after = cursor ?? { txid: "0", seq: 0 };
+    this.movePosition(after.txid, after.seq);
+    // What is fed from here on was written after this read, or is in it.
+    this.lost = false;
     // Only rows of transactions older than every one still running: no row
     // can commit later behind the cursor (see migration 0002). The order is
     // the table's columns (`l.txid`), not the output's text `txid`: by text,
@@ -275,10 +372,17 @@ export class LedgerExporter {
     `.execute(db);
     const size = this.options.batchSize ?? 100;
     for (let start = 0; start < rows.length; start += size) {
-      if (start > 0 && (this.closed || !(await this.stillHeld()))) return start;
+      if (start > 0 && (this.closed || !(await this.stillHeld()))) {
+        return { read: rows.length, passed: start };
+      }
       await this.exportRows(db, rows.slice(start, start + size));
     }
-    return rows.length;
+    return { read: rows.length, passed: rows.length };
+  }
+
+  private movePosition(txid: string, seq: number | string): void {
+    const next = { txid: BigInt(txid), seq: BigInt(seq) };
+    if (!this.position || isAfter(next, this.position)) this.position = next;
   }
 
   /** One batch: to the sink, then the cursor past its last row. */
@@ -294,6 +398,7 @@ export class LedgerExporter {
       ON CONFLICT (name) DO UPDATE SET txid = excluded.txid, seq = excluded.seq, updated_at = now()
       WHERE (usage_export_cursor.txid, usage_export_cursor.seq) < (excluded.txid, excluded.seq)
     `.execute(db);
+    this.movePosition(last.txid, last.seq);
     this.options.hooks?.onExported?.(wanted);
   }
 
@@ -331,6 +436,42 @@ export class LedgerExporter {
     await client?.end().catch(() => undefined);
     this.leading = false;
   }
+}
+
+function isAfter(
+  row: { txid: bigint; seq: bigint },
+  position: { txid: bigint; seq: bigint },
+): boolean {
+  return row.txid > position.txid || (row.txid === position.txid && row.seq > position.seq);
+}
+
+function byExportOrder(a: FedRow, b: FedRow): number {
+  if (a.txid !== b.txid) return a.txid < b.txid ? -1 : 1;
+  return a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0;
+}
+
+/**
+ * The row as the exporter's read returns it, from the entry it was written
+ * from: `cost` as PostgreSQL's `numeric` prints it (the decimal's scale is
+ * kept; leading zeros of the whole part are not).
+ */
+function exportedRowOf(entry: LedgerEntry, txid: string, seq: string): ExportedRow {
+  return {
+    response_id: entry.responseId,
+    request_id: entry.requestId,
+    route: entry.route,
+    account: entry.account,
+    project: entry.project,
+    key_id: entry.keyId,
+    model: entry.model,
+    input_tokens: entry.inputTokens,
+    output_tokens: entry.outputTokens,
+    cost: entry.cost.replace(/^0+(?=[0-9])/, ""),
+    currency: entry.currency,
+    answered_at: new Date(entry.time),
+    txid,
+    seq: Number(seq),
+  };
 }
 
 /** Rows read per query, unless set. */

@@ -2,7 +2,7 @@ import { Redis } from "iovalkey";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Limiter } from "../../../gateway/rate-limit/limiter.js";
 import { InProcessLimiter, RateLimiter } from "../../../gateway/rate-limit/rate-limiter.js";
-import { ValkeyLimiter } from "../../../gateway/shared-state/valkey-limiter.js";
+import { MAX_BATCH, ValkeyLimiter } from "../../../gateway/shared-state/valkey-limiter.js";
 import { ValkeyUsedSignatures } from "../../../gateway/shared-state/valkey-used-signatures.js";
 import { startRedisServer, type RedisServer } from "../../support/redis-server.js";
 
@@ -83,6 +83,90 @@ describe.each([
     const owed = await limiter.take([{ id: a, limits: slow(100), cost: 1 }]);
     expect(owed.ok).toBe(false);
     expect(owed.states[0]!.remaining).toBe(0);
+  });
+});
+
+/** Script calls the server has run so far (EVALSHA and EVAL), from its command statistics. */
+async function scriptCalls(): Promise<number> {
+  const stats = await client.info("commandstats");
+  let calls = 0;
+  for (const match of stats.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm))
+    calls += Number(match[1]);
+  return calls;
+}
+
+describe("Valkey limiter, one script call a turn", () => {
+  it("decides the takes of one turn in one call, in order, and exactly", async () => {
+    const limiter = new ValkeyLimiter(client);
+    const a = `t${++run}:turn`;
+    await limiter.take([{ id: a, limits: slow(100), cost: 0 }]); // the script is loaded
+    const before = await scriptCalls();
+    const decisions = await Promise.all(
+      Array.from({ length: 12 }, () => limiter.take([{ id: a, limits: slow(5), cost: 1 }])),
+    );
+    expect(await scriptCalls()).toBe(before + 1);
+    // The first five in the order asked, then refusals: each decision saw the ones before it.
+    expect(decisions.map((d) => d.ok)).toEqual([
+      ...Array<boolean>(5).fill(true),
+      ...Array<boolean>(7).fill(false),
+    ]);
+    expect(decisions.slice(0, 5).map((d) => d.states[0]!.remaining)).toEqual([4, 3, 2, 1, 0]);
+  });
+
+  it("keeps each decision all-or-nothing beside the others of its turn", async () => {
+    const limiter = new ValkeyLimiter(client);
+    const shared = `t${++run}:shared`;
+    const other = `t${run}:other`;
+    const [first, second, third] = await Promise.all([
+      limiter.take([{ id: other, limits: slow(1), cost: 1 }]),
+      limiter.take([
+        { id: shared, limits: slow(3), cost: 1 },
+        { id: other, limits: slow(1), cost: 1 },
+      ]),
+      limiter.take([{ id: shared, limits: slow(3), cost: 3 }]),
+    ]);
+    expect(first.ok).toBe(true);
+    // Refused on `other`, so nothing was taken from `shared`: the third finds all three units.
+    expect(second.ok).toBe(false);
+    expect(third.ok).toBe(true);
+    expect(third.states[0]!.remaining).toBe(0);
+  });
+
+  it("sends the settlements of a turn in the same call, before its takes", async () => {
+    const limiter = new ValkeyLimiter(client);
+    const a = `t${++run}:settle-turn`;
+    await limiter.take([{ id: a, limits: slow(100), cost: 100 }]);
+    const before = await scriptCalls();
+    const [, , after] = await Promise.all([
+      limiter.settle(a, slow(100), -30),
+      limiter.settle(a, slow(100), -20),
+      limiter.take([{ id: a, limits: slow(100), cost: 50 }]),
+    ]);
+    expect(await scriptCalls()).toBe(before + 1);
+    expect(after.ok).toBe(true);
+    expect(after.states[0]!.remaining).toBe(0);
+  });
+
+  it("splits a turn of more than MAX_BATCH decisions, and fails every caller of a failed call", async () => {
+    const limiter = new ValkeyLimiter(client);
+    const a = `t${++run}:many`;
+    const before = await scriptCalls();
+    const many = await Promise.all(
+      Array.from({ length: MAX_BATCH + 1 }, () =>
+        limiter.take([{ id: a, limits: slow(MAX_BATCH), cost: 1 }]),
+      ),
+    );
+    expect(await scriptCalls()).toBe(before + 2);
+    expect(many.filter((d) => d.ok)).toHaveLength(MAX_BATCH);
+    expect(many[MAX_BATCH]!.ok).toBe(false);
+
+    const gone = new Redis(server.url, { lazyConnect: true, enableOfflineQueue: false });
+    const broken = new ValkeyLimiter(gone);
+    const outcomes = await Promise.allSettled([
+      broken.take([{ id: a, limits: slow(1), cost: 1 }]),
+      broken.settle(a, slow(1), 1),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(["rejected", "rejected"]);
   });
 });
 

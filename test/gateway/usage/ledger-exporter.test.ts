@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { createHttpSinkSender, isRetryableSinkError } from "../../../gateway/metering/http-sink.js";
 import type { LedgerEntry } from "../../../gateway/store/ledger-entry.js";
 import { openStore, type Store } from "../../../gateway/store/store.js";
+import { createLedgerSender } from "../../../gateway/store/ledger-sink.js";
 import { recordLedgerEntries } from "../../../gateway/store/usage-ledger.js";
 import { LedgerExporter, type WireLedgerRecord } from "../../../gateway/usage/ledger-exporter.js";
 import { startCountingSink, type CountingSink } from "../outbox/sink-server.js";
@@ -255,4 +256,128 @@ describe("ledger exporter across a change of the transaction id's digit count", 
       expect(sink.attempts).toEqual(rows.map((e) => e.responseId));
     });
   }
+});
+
+describe("ledger exporter on pglite, fed the rows as they are written", () => {
+  it("sends what a read would send, once each, in order; a restart resends nothing", async () => {
+    const target = await pglite.newTarget();
+    const sink = await startCountingSink();
+    onCleanup(() => sink.close());
+    const store = await openStore(target);
+    onCleanup(() => store.close());
+    const exporterOf = (to: CountingSink, fed: boolean) => {
+      const exporter = new LedgerExporter({
+        db: () => Promise.resolve(store.db),
+        send: createHttpSinkSender<WireLedgerRecord>({ url: to.url }),
+        isRetryable: isRetryableSinkError,
+        logger: logs().logger,
+        batchSize: 20,
+        pollMs: 50,
+        retry: fastRetry,
+        fed,
+      });
+      onCleanup(() => exporter.close());
+      return exporter;
+    };
+    let exporter = exporterOf(sink, true);
+    const send = createLedgerSender(store.db, { onRecorded: (rows) => exporter.feed(rows) });
+    const write = (entries: LedgerEntry[]) =>
+      send(
+        entries.map((e) => ({ key: e.responseId, record: e })),
+        { signal: new AbortController().signal },
+      );
+
+    // A backlog from before this process: found by reading.
+    const backlog = Array.from({ length: 25 }, () => entry());
+    await recordLedgerEntries(store.db, backlog);
+    exporter.start();
+    await until("the backlog sent", () => backlog.every((e) => sink.counted.has(e.responseId)));
+    await until("the exporter on its feed", () => exporter.exportingFromFeed);
+
+    const fed = Array.from({ length: 70 }, (_, i) =>
+      entry(
+        i % 9 === 0
+          ? { route: "/pay/v1/responses", account: "pay", keyId: null, agentId: "ag" }
+          : i % 5 === 0
+            ? { cost: "00.500", project: "proj_1", cachedTokens: 3 }
+            : {},
+      ),
+    );
+    for (let i = 0; i < fed.length; i += 7) await write(fed.slice(i, i + 7));
+    await write(fed.slice(0, 14)); // a batch sent again lands once, and is fed once
+    const wanted = [...backlog, ...fed].filter((e) => e.route === "/v1/responses");
+    await until("every fed row", () => wanted.every((e) => sink.counted.has(e.responseId)));
+    expect(exporter.exportingFromFeed).toBe(true);
+    expect(sink.attempts).toEqual(wanted.map((e) => e.responseId));
+
+    // What was sent from the feed is what reading the ledger sends: a fresh
+    // exporter that reads every row from the start, to a second sink.
+    await exporter.close();
+    await sql`UPDATE usage_export_cursor SET txid = '0'::xid8, seq = 0`.execute(store.db);
+    const reader = await startCountingSink();
+    onCleanup(() => reader.close());
+    const reading = exporterOf(reader, false);
+    reading.start();
+    await until("the read of every row", () =>
+      wanted.every((e) => reader.counted.has(e.responseId)),
+    );
+    await reading.close();
+    expect(Object.fromEntries(sink.counted)).toEqual(Object.fromEntries(reader.counted));
+
+    // A restart after the cursor: only the rows written since go out.
+    const attempts = sink.attempts.length;
+    const later = Array.from({ length: 5 }, () => entry());
+    await recordLedgerEntries(store.db, later);
+    exporter = exporterOf(sink, true);
+    exporter.start();
+    await until("the later rows", () => later.every((e) => sink.counted.has(e.responseId)));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(sink.attempts.slice(attempts)).toEqual(later.map((e) => e.responseId));
+  });
+
+  it("drops a feed that outgrew its bound during a sink outage, and reads the ledger until caught up", async () => {
+    const target = await pglite.newTarget();
+    const sink = await startCountingSink();
+    onCleanup(() => sink.close());
+    const store = await openStore(target);
+    onCleanup(() => store.close());
+    const exporter = new LedgerExporter({
+      db: () => Promise.resolve(store.db),
+      send: createHttpSinkSender<WireLedgerRecord>({ url: sink.url }),
+      isRetryable: isRetryableSinkError,
+      logger: logs().logger,
+      batchSize: 10,
+      pollMs: 50,
+      retry: fastRetry,
+      fed: true,
+      maxFedRows: 15,
+    });
+    onCleanup(() => exporter.close());
+    const send = createLedgerSender(store.db, { onRecorded: (rows) => exporter.feed(rows) });
+    exporter.start();
+    await until("the exporter on its feed", () => exporter.exportingFromFeed);
+
+    sink.failNext(1_000_000, 503);
+    const rows = Array.from({ length: 40 }, () => entry());
+    for (let i = 0; i < rows.length; i += 5) {
+      await send(
+        rows.slice(i, i + 5).map((e) => ({ key: e.responseId, record: e })),
+        { signal: new AbortController().signal },
+      );
+    }
+    // More than 15 waited: the feed is gone, and the ledger is read instead.
+    expect(exporter.exportingFromFeed).toBe(false);
+    sink.failNext(0);
+    await until("every row", () => rows.every((e) => sink.counted.has(e.responseId)));
+    await until("the exporter back on its feed", () => exporter.exportingFromFeed);
+    const later = Array.from({ length: 5 }, () => entry());
+    await send(
+      later.map((e) => ({ key: e.responseId, record: e })),
+      { signal: new AbortController().signal },
+    );
+    await until("the later rows", () => later.every((e) => sink.counted.has(e.responseId)));
+    // Each row accepted once, in order (the refused attempts aside).
+    const accepted = [...sink.counted.keys()];
+    expect(accepted).toEqual([...rows, ...later].map((e) => e.responseId));
+  });
 });
