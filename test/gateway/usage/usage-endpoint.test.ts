@@ -170,14 +170,16 @@ describe.each(engines)("usage endpoints on $name", (engine) => {
     );
     expect(hourly.status).toBe(400);
     expect((await usage(null)).status).toBe(401);
-    // A method with a body (QUERY) and no Content-Type: refused, not a 500.
+    // A method with a body (QUERY) and no Content-Type: the path serves no
+    // QUERY at all, a 405 naming what it serves, not a 400 or a 500.
     const query = await fetch(`${p.url}/v1/organization/costs?start_time=${start}`, {
       method: "QUERY",
       headers: { "x-api-key": p.keys.acme.key },
     });
-    expect(query.status).toBe(400);
+    expect(query.status).toBe(405);
+    expect(query.headers.get("allow")).toBe("GET, HEAD");
     expect(((await query.json()) as { error: { code: string } }).error.code).toBe(
-      "unsupported_content_type",
+      "method_not_allowed",
     );
   });
 
