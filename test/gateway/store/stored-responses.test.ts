@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { KyselyPlugin } from "kysely";
 import { describe, expect, it } from "vitest";
 import { ResponseStore, sweepIntervalMs } from "../../../gateway/store/response-store.js";
@@ -6,6 +7,10 @@ import { onCleanup } from "../outbox/support.js";
 import { useStoreEngines } from "./engines.js";
 
 const engines = useStoreEngines();
+
+/** A response id of the gateway's own form (resp_ and 48 hex digits), named for the test. */
+const rid = (name: string) =>
+  `resp_${createHash("sha256").update(name).digest("hex").slice(0, 48)}`;
 
 /** Counts the INSERT statements run through the handle it is plugged into. */
 function insertCounter() {
@@ -48,24 +53,24 @@ const turn = (id: string, previous: string | null, owner = "key:acme/") => ({
 describe.each(engines)("stored responses on $name", (engine) => {
   it("reads back what was saved, to its owner only, with the endpoint that served it", async () => {
     const { responses } = await responseStore(engine);
-    await responses.save(turn("resp_a", null));
-    const row = await responses.get("resp_a", "key:acme/");
+    await responses.save(turn(rid("a"), null));
+    const row = await responses.get(rid("a"), "key:acme/");
     expect(row).toMatchObject({
-      id: "resp_a",
-      response: '{"id":"resp_a","object":"response"}',
+      id: rid("a"),
+      response: JSON.stringify({ id: rid("a"), object: "response" }),
       servedBy: "http://10.0.0.7:8000",
       previousResponseId: null,
     });
-    expect(await responses.get("resp_a", "key:acme/web")).toBeNull();
-    expect(await responses.get("resp_a", "pay:k1")).toBeNull();
-    expect(await responses.delete("resp_a", "pay:k1")).toBe(false);
-    expect(await responses.delete("resp_a", "key:acme/")).toBe(true);
-    expect(await responses.get("resp_a", "key:acme/")).toBeNull();
+    expect(await responses.get(rid("a"), "key:acme/web")).toBeNull();
+    expect(await responses.get(rid("a"), "pay:k1")).toBeNull();
+    expect(await responses.delete(rid("a"), "pay:k1")).toBe(false);
+    expect(await responses.delete(rid("a"), "key:acme/")).toBe(true);
+    expect(await responses.get(rid("a"), "key:acme/")).toBeNull();
   });
 
   it("writes the saves asked for together in one INSERT, each readable once its save resolved", async () => {
     const { responses, counter } = await responseStore(engine);
-    const ids = ["resp_b1", "resp_b2", "resp_b3", "resp_b4", "resp_b5"];
+    const ids = [rid("b1"), rid("b2"), rid("b3"), rid("b4"), rid("b5")];
     await Promise.all(ids.map((id) => responses.save(turn(id, null))));
     expect(counter.inserts).toBe(1);
     for (const id of ids) {
@@ -74,63 +79,63 @@ describe.each(engines)("stored responses on $name", (engine) => {
       );
     }
     // Apart, each save is its own statement.
-    await responses.save(turn("resp_c1", null));
-    await responses.save(turn("resp_c2", null));
+    await responses.save(turn(rid("c1"), null));
+    await responses.save(turn(rid("c2"), null));
     expect(counter.inserts).toBe(3);
   });
 
   it("fails only the bad row of a shared INSERT; the others are stored", async () => {
     const { responses } = await responseStore(engine);
-    await responses.save(turn("resp_dup", null));
+    await responses.save(turn(rid("dup"), null));
     const outcomes = await Promise.allSettled([
-      responses.save(turn("resp_ok1", null)),
-      responses.save(turn("resp_dup", null, "pay:k1")),
-      responses.save(turn("resp_ok2", null)),
+      responses.save(turn(rid("ok1"), null)),
+      responses.save(turn(rid("dup"), null, "pay:k1")),
+      responses.save(turn(rid("ok2"), null)),
     ]);
     expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
-    expect(await responses.get("resp_ok1", "key:acme/")).not.toBeNull();
-    expect(await responses.get("resp_ok2", "key:acme/")).not.toBeNull();
+    expect(await responses.get(rid("ok1"), "key:acme/")).not.toBeNull();
+    expect(await responses.get(rid("ok2"), "key:acme/")).not.toBeNull();
     // The first save of the id stands; the refused one wrote nothing.
-    expect(await responses.get("resp_dup", "key:acme/")).not.toBeNull();
-    expect(await responses.get("resp_dup", "pay:k1")).toBeNull();
+    expect(await responses.get(rid("dup"), "key:acme/")).not.toBeNull();
+    expect(await responses.get(rid("dup"), "pay:k1")).toBeNull();
   });
 
   it("follows previous_response_id oldest first, within the owner, stopping at a gap", async () => {
     const { responses } = await responseStore(engine);
-    await responses.save(turn("resp_1", null));
-    await responses.save(turn("resp_2", "resp_1"));
-    await responses.save(turn("resp_3", "resp_2"));
+    await responses.save(turn(rid("1"), null));
+    await responses.save(turn(rid("2"), rid("1")));
+    await responses.save(turn(rid("3"), rid("2")));
     // Another owner's row that claims to continue resp_3 is not part of its chain.
-    await responses.save(turn("resp_x", "resp_3", "pay:k1"));
-    const chain = await responses.conversation("resp_3", "key:acme/");
-    expect(chain?.map((r) => r.id)).toEqual(["resp_1", "resp_2", "resp_3"]);
-    expect(await responses.conversation("resp_x", "key:acme/")).toBeNull();
-    expect((await responses.conversation("resp_x", "pay:k1"))?.map((r) => r.id)).toEqual([
-      "resp_x",
+    await responses.save(turn(rid("x"), rid("3"), "pay:k1"));
+    const chain = await responses.conversation(rid("3"), "key:acme/");
+    expect(chain?.map((r) => r.id)).toEqual([rid("1"), rid("2"), rid("3")]);
+    expect(await responses.conversation(rid("x"), "key:acme/")).toBeNull();
+    expect((await responses.conversation(rid("x"), "pay:k1"))?.map((r) => r.id)).toEqual([
+      rid("x"),
     ]);
-    await responses.delete("resp_2", "key:acme/");
-    expect((await responses.conversation("resp_3", "key:acme/"))?.map((r) => r.id)).toEqual([
-      "resp_3",
+    await responses.delete(rid("2"), "key:acme/");
+    expect((await responses.conversation(rid("3"), "key:acme/"))?.map((r) => r.id)).toEqual([
+      rid("3"),
     ]);
   });
 
   it("hides an expired row at once and the sweeper deletes it", async () => {
     const { responses, clock, store } = await responseStore(engine, 2);
-    await responses.save(turn("resp_old", null));
+    await responses.save(turn(rid("old"), null));
     clock.now += 1000;
-    await responses.save(turn("resp_new", null));
+    await responses.save(turn(rid("new"), null));
     expect(await responses.sweep()).toBe(0);
     clock.now += 1500;
-    expect(await responses.get("resp_old", "key:acme/")).toBeNull();
-    expect(await responses.get("resp_new", "key:acme/")).not.toBeNull();
+    expect(await responses.get(rid("old"), "key:acme/")).toBeNull();
+    expect(await responses.get(rid("new"), "key:acme/")).not.toBeNull();
     expect(await responses.sweep()).toBe(1);
     const left = await store.db.selectFrom("stored_responses").select("id").execute();
-    expect(left.map((r) => r.id)).toEqual(["resp_new"]);
+    expect(left.map((r) => r.id)).toEqual([rid("new")]);
   });
 
   it("sweeps on its own at the interval it is given", async () => {
     const { responses, clock, store } = await responseStore(engine, 1);
-    await responses.save(turn("resp_gone", null));
+    await responses.save(turn(rid("gone"), null));
     clock.now += 1001;
     responses.startSweeping(20, (error) => {
       throw error;
@@ -153,7 +158,7 @@ describe("sweep interval", () => {
 });
 
 describe("a save on the answer path", () => {
-  const entry = turn("resp_t", null);
+  const entry = turn(rid("t"), null);
 
   it("gives up after its timeout when the database does not answer", async () => {
     const responses = new ResponseStore({
