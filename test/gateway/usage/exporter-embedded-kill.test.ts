@@ -1,18 +1,21 @@
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { generateApiKey, type GeneratedKey } from "../../../gateway/auth/key-format.js";
+import type { GeneratedKey } from "../../../gateway/auth/key-format.js";
 import {
   fixtureFolder,
   startRuntime,
   type RunningRuntime,
 } from "../../runtime/support/runtime-server.js";
-import { freePort } from "../../support/free-port.js";
-import { startServiceProcess, type ServiceProcess } from "../../support/service-process.js";
 import { openStore } from "../../../gateway/store/store.js";
 import { GEN } from "../conformance/support.js";
 import { startCountingSink, type CountingSink } from "../outbox/sink-server.js";
+import {
+  gatewayFolder,
+  startExporterGateway,
+  until,
+  type GatewayFolder,
+} from "./exporter-gateways.js";
 
 /**
  * One gateway process on the embedded ledger (PGlite in its state folder)
@@ -24,63 +27,23 @@ import { startCountingSink, type CountingSink } from "../outbox/sink-server.js";
  */
 let runtime: RunningRuntime;
 let sink: CountingSink;
-let dir: string;
+let folder: GatewayFolder;
 let key: GeneratedKey;
 
 beforeAll(async () => {
   runtime = await startRuntime({ path: await fixtureFolder("tiny-gpt"), modelId: "tiny-gpt" });
   sink = await startCountingSink();
-  dir = await mkdtemp(join(tmpdir(), "exporter-embedded-"));
-  key = generateApiKey();
-  await writeFile(
-    join(dir, "keys.yaml"),
-    `accounts:\n  - id: acme\nkeys:\n  - id: ${key.id}\n    hash: ${key.hash}\n    account: acme\n`,
-  );
-  await mkdir(join(dir, "models"), { recursive: true });
-  await writeFile(
-    join(dir, "models", "tiny-gpt.yaml"),
-    `apiVersion: serving.modelgate.dev/v1alpha1\nkind: InferenceModel\nmetadata:\n  name: tiny-gpt\nspec:\n  task: text-generation\n  source: { uri: file:///models/x }\nstatus:\n  endpoint: ${runtime.url}\n`,
-  );
+  folder = await gatewayFolder("exporter-embedded-", runtime.url);
+  key = folder.key;
 });
 afterAll(async () => {
   await runtime?.close();
   await sink?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
+  if (folder) await rm(folder.dir, { recursive: true, force: true });
 });
 
-interface Gateway {
-  url: string;
-  process: ServiceProcess;
-}
-
-async function startGateway(): Promise<Gateway> {
-  const port = await freePort();
-  const metricsPort = await freePort();
-  const process = await startServiceProcess({
-    args: [
-      "gateway",
-      `--models-dir=${join(dir, "models")}`,
-      `--keys-file=${join(dir, "keys.yaml")}`,
-      `--state-dir=${join(dir, "state")}`,
-      "--host=127.0.0.1",
-      `--port=${port}`,
-      `--metrics-port=${metricsPort}`,
-      `--usage-sink-url=${sink.url}`,
-      "--rate-limit-per-minute=1000000",
-      "--rate-limit-burst=100000",
-    ],
-    readyUrl: `http://127.0.0.1:${metricsPort}/readyz`,
-  });
-  return { url: `http://127.0.0.1:${port}`, process };
-}
-
-async function until(what: string, done: () => boolean | Promise<boolean>, ms = 60_000) {
-  const deadline = Date.now() + ms;
-  while (!(await done())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+/** The gateway on the folder's one state folder, its ledger embedded there. */
+const startGateway = () => startExporterGateway(folder, "state", sink.url);
 
 describe("the embedded ledger's fed exporter across a SIGKILL", () => {
   it("every answered request reaches the sink once, before and after the restart", async () => {
@@ -103,7 +66,7 @@ describe("the embedded ledger's fed exporter across a SIGKILL", () => {
     };
     let clients = [1, 2, 3, 4].map(() => client(gateway.url));
     // Past the first rows at the sink: the exporter has caught up and is on its feed.
-    await until("rows at the sink", () => sink.counted.size >= 20);
+    await until("rows at the sink", () => sink.counted.size >= 20, 60_000);
     while (answered.length < sink.counted.size + 80)
       await new Promise((resolve) => setTimeout(resolve, 20));
     await gateway.process.kill();
@@ -116,8 +79,10 @@ describe("the embedded ledger's fed exporter across a SIGKILL", () => {
       while (answered.length < before + 40) await new Promise((resolve) => setTimeout(resolve, 20));
       stop = true;
       await Promise.all(clients);
-      await until("every answered request at the sink", () =>
-        answered.every((id) => sink.counted.has(id)),
+      await until(
+        "every answered request at the sink",
+        () => answered.every((id) => sink.counted.has(id)),
+        60_000,
       );
       // A poll and more: a row journaled but not answered before the kill is exported too.
       await new Promise((resolve) => setTimeout(resolve, 2_000));
@@ -131,7 +96,7 @@ describe("the embedded ledger's fed exporter across a SIGKILL", () => {
     }
     // The sink holds exactly the ledger's rows (a request answered as the
     // process died may be in both without its client having read it).
-    const store = await openStore({ dataDir: join(dir, "state", "db") });
+    const store = await openStore({ dataDir: join(folder.dir, "state", "db") });
     try {
       const rows = await store.db.selectFrom("usage_ledger").select("response_id").execute();
       expect(new Set(sink.counted.keys())).toEqual(new Set(rows.map((row) => row.response_id)));

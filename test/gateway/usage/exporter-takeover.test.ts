@@ -1,21 +1,24 @@
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rm } from "node:fs/promises";
 import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { generateApiKey, type GeneratedKey } from "../../../gateway/auth/key-format.js";
+import type { GeneratedKey } from "../../../gateway/auth/key-format.js";
 import type { Database } from "../../../gateway/store/database.js";
 import {
   fixtureFolder,
   startRuntime,
   type RunningRuntime,
 } from "../../runtime/support/runtime-server.js";
-import { freePort } from "../../support/free-port.js";
 import { startPostgresServer, type PostgresServer } from "../../support/postgres-server.js";
-import { startServiceProcess, type ServiceProcess } from "../../support/service-process.js";
 import { GEN } from "../conformance/support.js";
 import { startCountingSink, type CountingSink } from "../outbox/sink-server.js";
+import {
+  gatewayFolder,
+  startExporterGateway,
+  until,
+  type ExporterGateway,
+  type GatewayFolder,
+} from "./exporter-gateways.js";
 
 /**
  * Two gateway processes on one PostgreSQL server and one usage sink: one of
@@ -26,65 +29,27 @@ import { startCountingSink, type CountingSink } from "../outbox/sink-server.js";
 let server: PostgresServer;
 let runtime: RunningRuntime;
 let sink: CountingSink;
-let dir: string;
+let folder: GatewayFolder;
 let key: GeneratedKey;
 
 beforeAll(async () => {
   server = await startPostgresServer();
   runtime = await startRuntime({ path: await fixtureFolder("tiny-gpt"), modelId: "tiny-gpt" });
   sink = await startCountingSink();
-  dir = await mkdtemp(join(tmpdir(), "exporter-takeover-"));
-  key = generateApiKey();
-  await writeFile(
-    join(dir, "keys.yaml"),
-    `accounts:\n  - id: acme\nkeys:\n  - id: ${key.id}\n    hash: ${key.hash}\n    account: acme\n`,
-  );
-  await mkdir(join(dir, "models"), { recursive: true });
-  await writeFile(
-    join(dir, "models", "tiny-gpt.yaml"),
-    `apiVersion: serving.modelgate.dev/v1alpha1\nkind: InferenceModel\nmetadata:\n  name: tiny-gpt\nspec:\n  task: text-generation\n  source: { uri: file:///models/x }\nstatus:\n  endpoint: ${runtime.url}\n`,
-  );
+  folder = await gatewayFolder("exporter-takeover-", runtime.url);
+  key = folder.key;
 });
 afterAll(async () => {
   await runtime?.close();
   await sink?.close();
   await server?.stop();
-  if (dir) await rm(dir, { recursive: true, force: true });
+  if (folder) await rm(folder.dir, { recursive: true, force: true });
 });
 
-interface Gateway {
-  name: string;
-  url: string;
-  opsUrl: string;
-  process: ServiceProcess;
-}
+type Gateway = ExporterGateway;
 
-async function startGateway(name: string, databaseUrl: string): Promise<Gateway> {
-  const port = await freePort();
-  const metricsPort = await freePort();
-  const process = await startServiceProcess({
-    args: [
-      "gateway",
-      `--models-dir=${join(dir, "models")}`,
-      `--keys-file=${join(dir, "keys.yaml")}`,
-      `--state-dir=${join(dir, name)}`,
-      "--host=127.0.0.1",
-      `--port=${port}`,
-      `--metrics-port=${metricsPort}`,
-      `--usage-sink-url=${sink.url}`,
-      "--rate-limit-per-minute=1000000",
-      "--rate-limit-burst=100000",
-    ],
-    env: { MODELGATE_DATABASE_URL: databaseUrl },
-    readyUrl: `http://127.0.0.1:${metricsPort}/readyz`,
-  });
-  return {
-    name,
-    url: `http://127.0.0.1:${port}`,
-    opsUrl: `http://127.0.0.1:${metricsPort}`,
-    process,
-  };
-}
+const startGateway = (name: string, databaseUrl: string): Promise<Gateway> =>
+  startExporterGateway(folder, name, sink.url, databaseUrl);
 
 const isExporting = (gateway: Gateway) =>
   gateway.process.logs.some((line) => line.includes("usage exporter: this replica exports"));
@@ -92,14 +57,6 @@ const isExporting = (gateway: Gateway) =>
 async function metric(gateway: Gateway, name: string): Promise<number> {
   const text = await (await fetch(`${gateway.opsUrl}/metrics`)).text();
   return Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1]);
-}
-
-async function until(what: string, done: () => boolean | Promise<boolean>, ms = 30_000) {
-  const deadline = Date.now() + ms;
-  while (!(await done())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 describe("the usage exporter across gateway processes", () => {
