@@ -3,8 +3,6 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { Kysely } from "kysely";
 import { sendError } from "../api/error-envelope.js";
 import { HttpErrors } from "../lib/http/http-errors.js";
-import { GatewayErrors } from "./errors.js";
-import { isStoreUnreachable } from "./store/store-unreachable.js";
 import { acceptJsonBodiesOnly } from "../lib/http/json-body.js";
 import type { KeyStore } from "./auth/key-store.js";
 import { batchHandlers } from "./batch/batches.routes.js";
@@ -14,6 +12,7 @@ import {
   type FileLimits,
   type StoreHandle,
 } from "./batch/files.routes.js";
+import { GatewayErrors } from "./errors.js";
 import type { Meter } from "./metering/meter.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { openApiDocumentOf } from "./openapi.js";
@@ -41,6 +40,7 @@ import {
 } from "./routes/route-table.js";
 import type { Database } from "./store/database.js";
 import type { ResponseStore } from "./store/response-store.js";
+import { isStoreUnreachable } from "./store/store-unreachable.js";
 import type { Upstream } from "./upstream/forward.js";
 
 /** The payment route's parts; absent when no provider is configured (every request is a 401). */
