@@ -32,6 +32,8 @@ export interface Child {
 export interface ChildOptions {
   name: string;
   script: string;
+  /** `script` is a native program, run as it is, not a Node script. */
+  native?: boolean;
   args?: readonly string[];
   /** Before the script: `--cpu-prof` and the like. */
   nodeFlags?: readonly string[];
@@ -43,9 +45,12 @@ const STOP_TIMEOUT_MS = 5_000;
 
 export async function startChild(options: ChildOptions): Promise<Child> {
   const ipc = options.ready === "ipc";
+  const args = options.args ?? [];
   const child = spawn(
-    process.execPath,
-    [...(options.nodeFlags ?? []), "--import", "tsx", options.script, ...(options.args ?? [])],
+    options.native ? options.script : process.execPath,
+    options.native
+      ? args
+      : [...(options.nodeFlags ?? []), "--import", "tsx", options.script, ...args],
     // An IPC child exits when the channel closes, so it cannot outlive us.
     { stdio: ipc ? ["ignore", "ignore", "inherit", "ipc"] : ["pipe", "pipe", "inherit"] },
   );

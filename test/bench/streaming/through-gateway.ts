@@ -9,6 +9,7 @@ import { pinning } from "../gateway/cpu-affinity.js";
 import { writeGatewayFiles } from "../gateway/gateway-files.js";
 import { startChild } from "../gateway/child-process.js";
 import { startGateway } from "../gateway/processes.js";
+import { buildTcpRelay } from "../support/tcp-relay.js";
 import { threadCpuSeconds } from "./thread-cpu.js";
 
 /**
@@ -19,14 +20,18 @@ import { threadCpuSeconds } from "./thread-cpu.js";
  * info) are child processes and the clients are this one, so the clients
  * never share an event loop with what they measure. Two layouts: all
  * processes sharing the cores (informative on a two-core machine, where the
- * gateway's work competes with the runtime's), and pinned, with the gateway
- * alone on core 0 and the runtime and the clients on core 1, as pods with
- * their own CPU are deployed (the target applies there).
+ * gateway's work competes with the runtime's), and pinned, with the runtime
+ * alone on core 1, as a pod with its own CPU is deployed, and the gateway and
+ * the clients on core 0 (the target applies there). The clients are idle
+ * while they wait for a first token, so at one client the gateway has its
+ * core to itself when it matters; at sixteen, their reading competes with it.
  *
- * Each round sends one batch of N concurrent streams to each of three sides:
- * the runtime directly, the floor (../gateway/bare-proxy.ts relaying chunks: a Node proxy that
- * only relays, pinned where the gateway is) and the gateway, rotating which
- * goes first; a side's p50 is taken over every first token it measured, and
+ * Each round sends one batch of N concurrent streams to each side: the
+ * runtime directly; the relay (../support/tcp-relay.c: a C program copying
+ * bytes between two TCP connections, the least any process in the path can
+ * add); the floor (../gateway/bare-proxy.ts relaying chunks: a Node proxy
+ * that only relays); both pinned where the gateway is; and the gateway,
+ * rotating which goes first; a side's p50 is taken over every first token it measured, and
  * the per-round difference of p50s is reported as the spread. The floor
  * splits the added time in the same run: floor minus direct is what the two
  * extra loopback hops and a Node process in the path cost, which no change
@@ -35,7 +40,7 @@ import { threadCpuSeconds } from "./thread-cpu.js";
  * when a first token came: another stream's terminal write, the ledger's
  * batch). Beside it, the gateway's CPU time per stream (from /proc's per-thread
  * schedstat, in nanoseconds, all its threads, the whole stream: relay, billing, storing): the part of its cost
- * that the load of a shared machine does not blur. A fourth side, the
+ * that the load of a shared machine does not blur. A last side, the
  * gateway again with `store: false`, in the same rotation, prices the stored
  * response's write (CPU per stream, stored minus unstored).
  */
@@ -108,13 +113,13 @@ async function firstDeltaMs(
   return first;
 }
 
-type Side = "direct" | "floor" | "through" | "unstored";
-const SIDES: readonly Side[] = ["direct", "floor", "through", "unstored"];
+type Side = "direct" | "relay" | "floor" | "through" | "unstored";
+const SIDES: readonly Side[] = ["direct", "relay", "floor", "through", "unstored"];
 
 interface Measured {
   firsts: Record<Side, number[]>;
-  /** Per round: p50 through minus p50 direct, floor minus direct, through minus floor. */
-  perRound: { added: number[]; hops: number[]; own: number[] };
+  /** Per round: p50 through minus p50 direct, relay minus direct, floor minus direct, through minus floor. */
+  perRound: { added: number[]; relay: number[]; hops: number[]; own: number[] };
   /** The gateway's CPU seconds (all threads) per stream, over the through and the unstored batches. */
   cpuPerStream: { through: number; unstored: number };
 }
@@ -127,8 +132,19 @@ async function measure(
   clients: number,
   rounds: number,
 ): Promise<Measured> {
-  const firsts: Record<Side, number[]> = { direct: [], floor: [], through: [], unstored: [] };
-  const perRound = { added: [] as number[], hops: [] as number[], own: [] as number[] };
+  const firsts: Record<Side, number[]> = {
+    direct: [],
+    relay: [],
+    floor: [],
+    through: [],
+    unstored: [],
+  };
+  const perRound = {
+    added: [] as number[],
+    relay: [] as number[],
+    hops: [] as number[],
+    own: [] as number[],
+  };
   const cpu = { through: 0, unstored: 0 };
   const gatewaySide = (side: Side): side is "through" | "unstored" =>
     side === "through" || side === "unstored";
@@ -145,7 +161,7 @@ async function measure(
   };
   for (let i = 0; i < rounds; i++) {
     const round: Partial<Record<Side, number>> = {};
-    // Each side first, second, third and fourth in turn, so that none always follows another.
+    // Each side first, second and so on in turn, so that none always follows another.
     for (let k = 0; k < SIDES.length; k++) {
       const side = SIDES[(i + k) % SIDES.length]!;
       const measured = await batch(side);
@@ -153,6 +169,7 @@ async function measure(
       round[side] = median(measured);
     }
     perRound.added.push(round.through! - round.direct!);
+    perRound.relay.push(round.relay! - round.direct!);
     perRound.hops.push(round.floor! - round.direct!);
     perRound.own.push(round.through! - round.floor!);
   }
@@ -184,6 +201,7 @@ export async function gatewayStreamingSection(options: GatewayStreamingOptions):
   await writeFile(join(setup.flags.modelsDir!, `${MODEL}.yaml`), modelYaml(runtime.url));
   let gateway: Child | null = null;
   let floor: Child | null = null;
+  let relay: Child | null = null;
   const agent = new Agent({ connections: maxClients * 2, keepAliveTimeout: 30_000 });
   try {
     gateway = await startGateway(setup, null);
@@ -193,8 +211,16 @@ export async function gatewayStreamingSection(options: GatewayStreamingOptions):
       args: [runtime.url, "chunks"],
       ready: "ipc",
     });
+    relay = await startChild({
+      name: "relay",
+      script: await buildTcpRelay(),
+      native: true,
+      args: [new URL(runtime.url).port],
+      ready: "stdout-line",
+    });
     const origins = {
       direct: runtime.url,
+      relay: relay.url,
       floor: floor.url,
       through: gateway.url,
       unstored: gateway.url,
@@ -211,16 +237,30 @@ export async function gatewayStreamingSection(options: GatewayStreamingOptions):
           clients,
           options.rounds * (clients === 1 ? 6 : 2),
         );
-        const { direct, floor: bare, through, unstored } = m.firsts;
+        const { direct, relay: relayed, floor: bare, through, unstored } = m.firsts;
         const added = median(through) - median(direct);
+        const relayAdded = median(relayed) - median(direct);
         const pinned = layout === "pinned";
-        const verdict = pinned ? (added < 1 ? " PASS" : " MISS") : "";
+        // A C relay that only copies bytes is the least any process in the
+        // path can add: when it alone adds 1 ms, no gateway can add less.
+        const verdict = !pinned
+          ? ""
+          : added < 1
+            ? " PASS"
+            : relayAdded >= 1
+              ? ` MISS, below this run's floor: a C TCP relay alone adds ${signed(relayAdded)} ms`
+              : " MISS";
         const name = `gateway ${layout}, ${clients} client(s)`;
         const ms = (seconds: number) => (seconds * 1000).toFixed(2);
         rows.push([
           `${name}: first token`,
           `direct ${median(direct).toFixed(2)} ms, through ${median(through).toFixed(2)} ms; gateway CPU ${ms(m.cpuPerStream.through)} ms per whole stream`,
           `+${added.toFixed(2)} ms (per round ${spread(m.perRound.added)})${verdict}${pinned ? " (< 1 ms at p50)" : " (informative)"}`,
+        ]);
+        rows.push([
+          `${name}: the least any proxy adds`,
+          `a C TCP relay (relay ${median(relayed).toFixed(2)} ms − direct) ${signed(relayAdded)} ms ${spread(m.perRound.relay)}`,
+          "two loopback hops and a process wake-up, no HTTP (informative)",
         ]);
         rows.push([
           `${name}: split of the added time`,
@@ -238,14 +278,20 @@ export async function gatewayStreamingSection(options: GatewayStreamingOptions):
     const pin = pinning();
     if (pin) {
       try {
-        // The floor stands where the gateway stands; only one of them is busy at a time.
+        // The floors stand where the gateway stands; only one of them is busy
+        // at a time. The clients stand there too, not beside the runtime: a
+        // client sharing the runtime's core waits, for a token relayed a
+        // fraction of a millisecond late, until the runtime's next decode
+        // step gives the core up, which turned 0.1 ms into 1.8 ms for a
+        // quarter of the first tokens (docs/streaming.md).
         pin.pin(gateway.pid, "0");
         pin.pin(floor.pid, "0");
+        pin.pin(relay.pid, "0");
+        pin.pin(process.pid, "0");
         pin.pin(runtime.pid, "1");
-        pin.pin(process.pid, "1");
         await run("pinned");
       } finally {
-        for (const pid of [gateway.pid, floor.pid, runtime.pid, process.pid])
+        for (const pid of [gateway.pid, floor.pid, relay.pid, runtime.pid, process.pid])
           pin.pin(pid, pin.original);
       }
     } else {
@@ -255,6 +301,7 @@ export async function gatewayStreamingSection(options: GatewayStreamingOptions):
     await agent.close();
     await gateway?.stop();
     await floor?.stop();
+    await relay?.stop();
     await runtime.stop();
     await rm(setup.dir, { recursive: true, force: true });
   }
