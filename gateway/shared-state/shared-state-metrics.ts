@@ -6,6 +6,8 @@ export interface SharedStateMetrics {
   valkeyUp: Gauge;
   /** Decisions taken from this replica's memory because Valkey could not answer. */
   fallbacks: Counter<"kind">;
+  /** Rate-limit decisions taken from this replica's leased units, and those sent to Valkey. */
+  limitDecisions: Counter<"decided">;
 }
 
 export function sharedStateMetrics(registry: Registry): SharedStateMetrics {
@@ -20,6 +22,12 @@ export function sharedStateMetrics(registry: Registry): SharedStateMetrics {
       name: "modelgate_gateway_valkey_fallbacks_total",
       help: "Rate-limit checks and signature claims decided from this replica's memory because Valkey could not answer",
       labelNames: ["kind"],
+      registers,
+    }),
+    limitDecisions: new Counter({
+      name: "modelgate_gateway_rate_limit_decisions_total",
+      help: "Rate-limit decisions while Valkey answers: decided=leased from units this replica took ahead (no round trip), decided=shared by a call to Valkey",
+      labelNames: ["decided"],
       registers,
     }),
   };
