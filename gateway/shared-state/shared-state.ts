@@ -7,7 +7,7 @@ import { InProcessLimiter, RateLimiter } from "../rate-limit/rate-limiter.js";
 import { FallbackLimiter } from "./fallback-limiter.js";
 import { FallbackUsedSignatures } from "./fallback-used-signatures.js";
 import { LeasedLimiter } from "./leased-limiter.js";
-import { sharedStateMetrics } from "./shared-state-metrics.js";
+import { observeLeasedUnits, sharedStateMetrics } from "./shared-state-metrics.js";
 import { ValkeyConnection } from "./valkey-connection.js";
 import { ValkeyLimiter } from "./valkey-limiter.js";
 import { ValkeyUsedSignatures } from "./valkey-used-signatures.js";
@@ -67,6 +67,7 @@ export async function createSharedState(options: SharedStateOptions): Promise<Sh
     replicas: options.replicas,
     decisions: metrics.limitDecisions,
   });
+  observeLeasedUnits(options.registry, leased);
   return {
     limiter: new FallbackLimiter({
       ...parts,
