@@ -46,7 +46,7 @@ interface Lease {
   units: number;
   /** Units asked for by a call whose answer is not in: counted against the chunk. */
   pending: number;
-  /** The shared bucket's whole units left when Valkey last answered for it, and when. */
+  /** The shared bucket's whole units left when Valkey last answered for it, and when (-1: not yet). */
   shared: number;
   reportedAt: number;
   usedAt: number;
@@ -158,7 +158,8 @@ export class LeasedLimiter implements Limiter {
   private takeLocally(takes: readonly BucketTake[], now: number): LimitDecision | null {
     for (const take of takes) {
       const lease = this.leases.get(take.id);
-      if (!lease || lease.units < take.cost || !sameLimits(lease.limits, take.limits)) return null;
+      if (!lease || lease.units < take.cost || lease.reportedAt < 0) return null;
+      if (!sameLimits(lease.limits, take.limits)) return null;
     }
     const states = takes.map((take) => {
       const lease = this.leases.get(take.id)!;
@@ -227,7 +228,7 @@ export class LeasedLimiter implements Limiter {
       units: 0,
       pending: 0,
       shared: take.limits.burst,
-      reportedAt: now,
+      reportedAt: -1,
       usedAt: now,
     };
     this.leases.set(take.id, lease);

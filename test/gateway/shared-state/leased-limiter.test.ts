@@ -127,6 +127,20 @@ describe("leased limiter", () => {
     expect(await sharedLeft(id, 1000)).toBe(1000 - 20 - 50);
   });
 
+  it("a read while the first lease is being asked for goes to Valkey, not to the empty lease", async () => {
+    const { limiter } = await replica({ replicas: 1 });
+    const id = fresh("read");
+    const before = await scriptCalls();
+    const [take, read] = await Promise.all([
+      limiter.take([{ id, limits: slow(1000), cost: 1 }]),
+      limiter.take([{ id, limits: slow(1000), cost: 0 }]),
+    ]);
+    expect(await scriptCalls()).toBe(before + 1);
+    expect(take.states[0]!.remaining).toBe(999);
+    // 949 in Valkey and 50 leased here, not a full bucket.
+    expect(read.states[0]!.remaining).toBe(999);
+  });
+
   it("leases only from what is left after the cost, and nothing with a refusal", async () => {
     const { limiter } = await replica({ replicas: 1 });
     const id = fresh("short");
