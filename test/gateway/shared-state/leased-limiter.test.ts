@@ -1,4 +1,5 @@
 import { Redis } from "iovalkey";
+import { pino } from "pino";
 import { Counter, Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { BucketTake } from "../../../gateway/rate-limit/limiter.js";
@@ -7,7 +8,11 @@ import {
   leaseChunk,
   type LeasedLimiterOptions,
 } from "../../../gateway/shared-state/leased-limiter.js";
-import { ValkeyLimiter } from "../../../gateway/shared-state/valkey-limiter.js";
+import { createSharedState } from "../../../gateway/shared-state/shared-state.js";
+import {
+  RATE_LIMIT_KEY_PREFIX,
+  ValkeyLimiter,
+} from "../../../gateway/shared-state/valkey-limiter.js";
 import { startRedisServer, type RedisServer } from "../../support/redis-server.js";
 
 /**
@@ -272,5 +277,66 @@ describe("leased limiter", () => {
     // The chunk is asked for again in full: nothing stayed pending.
     expect((await limiter.take([{ id, limits: slow(1000), cost: 1 }])).ok).toBe(true);
     expect(limiter.heldUnits).toBe(50);
+  });
+});
+
+describe("leases in the shared state as the gateway wires it", () => {
+  it("Valkey gone: the leases are dropped for the fallback; back: leased anew; closed: given back", async () => {
+    const own = await startRedisServer();
+    const registry = new Registry();
+    const state = await createSharedState({
+      valkeyUrl: own.url,
+      replicas: 1,
+      defaults: slow(60),
+      registry,
+      logger: pino({ level: "silent" }),
+    });
+    const reader = new Redis(own.url, { lazyConnect: true, enableOfflineQueue: false });
+    reader.on("error", () => {});
+    const sample = async (name: string, labels: Record<string, string> = {}) => {
+      const found = await registry.getSingleMetric(name)?.get();
+      const value = found?.values.find((v) =>
+        Object.entries(labels).every(([k, l]) => v.labels[k] === l),
+      );
+      return value?.value ?? 0;
+    };
+    const until = async (condition: () => boolean) => {
+      const deadline = Date.now() + 10_000;
+      while (!condition()) {
+        if (Date.now() > deadline) throw new Error("condition not met in time");
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    const take = { id: "wired", limits: slow(1000), cost: 1 };
+    try {
+      expect((await state.limiter.take([take])).ok).toBe(true);
+      expect((await state.limiter.take([take])).ok).toBe(true);
+      expect(await sample("modelgate_gateway_rate_limit_leased_units")).toBe(49);
+      expect(
+        await sample("modelgate_gateway_rate_limit_decisions_total", { decided: "leased" }),
+      ).toBe(1);
+
+      await own.stop();
+      await until(() => state.connection?.available === false);
+      expect((await state.limiter.take([take])).ok).toBe(true);
+      expect(await sample("modelgate_gateway_valkey_fallbacks_total")).toBe(1);
+      expect(await sample("modelgate_gateway_rate_limit_leased_units")).toBe(0);
+
+      await own.start(); // empty: the bucket starts full again
+      await until(() => state.connection?.available === true);
+      const back = await state.limiter.take([take]);
+      expect(back.ok).toBe(true);
+      expect(await sample("modelgate_gateway_rate_limit_leased_units")).toBe(50);
+      await reader.connect();
+      const held = async () =>
+        Math.floor(Number(await reader.hget(`${RATE_LIMIT_KEY_PREFIX}wired`, "v")));
+      expect(await held()).toBe(1000 - 1 - 50);
+      await state.close();
+      expect(await held()).toBe(1000 - 1);
+    } finally {
+      reader.disconnect();
+      await state.close();
+      await own.close();
+    }
   });
 });
