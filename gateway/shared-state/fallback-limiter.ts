@@ -21,6 +21,8 @@ export interface FallbackLimiterOptions {
   replicas: number;
   metrics: SharedStateMetrics;
   logger: Logger;
+  /** Called whenever this replica decides alone: the shared side forgets its leases. */
+  onFallback?: () => void;
 }
 
 export class FallbackLimiter implements Limiter {
@@ -37,6 +39,7 @@ export class FallbackLimiter implements Limiter {
       }
     }
     this.options.metrics.fallbacks.inc({ kind: "rate_limit" });
+    this.options.onFallback?.();
     return this.options.local.takeAll(
       takes.map((take) => ({ ...take, limits: this.share(take.limits) })),
     );

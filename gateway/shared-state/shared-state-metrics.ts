@@ -6,6 +6,8 @@ export interface SharedStateMetrics {
   valkeyUp: Gauge;
   /** Decisions taken from this replica's memory because Valkey could not answer. */
   fallbacks: Counter<"kind">;
+  /** Rate-limit decisions taken from this replica's leased units, and those sent to Valkey. */
+  limitDecisions: Counter<"decided">;
 }
 
 export function sharedStateMetrics(registry: Registry): SharedStateMetrics {
@@ -22,5 +24,26 @@ export function sharedStateMetrics(registry: Registry): SharedStateMetrics {
       labelNames: ["kind"],
       registers,
     }),
+    limitDecisions: new Counter({
+      name: "modelgate_gateway_rate_limit_decisions_total",
+      help: "Rate-limit decisions while Valkey answers: decided=leased from units this replica took ahead (no round trip), decided=shared by a call to Valkey",
+      labelNames: ["decided"],
+      registers,
+    }),
   };
+}
+
+/** The gauge of units held in leases, read from `source` when scraped: the request path keeps no gauge up to date. */
+export function observeLeasedUnits(
+  registry: Registry,
+  source: { readonly heldUnits: number },
+): void {
+  new Gauge({
+    name: "modelgate_gateway_rate_limit_leased_units",
+    help: "Rate-limit units this replica took from Valkey ahead and has not spent (summed over buckets; at most 5% of each bucket across the replicas)",
+    registers: [registry],
+    collect() {
+      this.set(source.heldUnits);
+    },
+  });
 }

@@ -6,7 +6,8 @@ import type { Limiter } from "../rate-limit/limiter.js";
 import { InProcessLimiter, RateLimiter } from "../rate-limit/rate-limiter.js";
 import { FallbackLimiter } from "./fallback-limiter.js";
 import { FallbackUsedSignatures } from "./fallback-used-signatures.js";
-import { sharedStateMetrics } from "./shared-state-metrics.js";
+import { LeasedLimiter } from "./leased-limiter.js";
+import { observeLeasedUnits, sharedStateMetrics } from "./shared-state-metrics.js";
 import { ValkeyConnection } from "./valkey-connection.js";
 import { ValkeyLimiter } from "./valkey-limiter.js";
 import { ValkeyUsedSignatures } from "./valkey-used-signatures.js";
@@ -61,12 +62,19 @@ export async function createSharedState(options: SharedStateOptions): Promise<Sh
   });
   await connection.connect();
   const parts = { connection, metrics, logger: options.logger };
+  const leased = new LeasedLimiter({
+    shared: new ValkeyLimiter(connection.client),
+    replicas: options.replicas,
+    decisions: metrics.limitDecisions,
+  });
+  observeLeasedUnits(options.registry, leased);
   return {
     limiter: new FallbackLimiter({
       ...parts,
-      shared: new ValkeyLimiter(connection.client),
+      shared: leased,
       local,
       replicas: options.replicas,
+      onFallback: () => leased.drop(),
     }),
     usedSignatures: new FallbackUsedSignatures({
       ...parts,
@@ -75,6 +83,11 @@ export async function createSharedState(options: SharedStateOptions): Promise<Sh
     }),
     localSignatures,
     connection,
-    close: () => connection.close(),
+    async close() {
+      // Requests have drained: the leases go back before the connection closes.
+      if (connection.available) await leased.close();
+      else leased.drop();
+      await connection.close();
+    },
   };
 }

@@ -19,10 +19,17 @@ import type { BucketState, BucketTake, LimitDecision, Limiter } from "../rate-li
  * The arithmetic is the in-process bucket's (token-bucket.ts): the same
  * refill, the same all-or-nothing take, the same `Retry-After` rounding.
  *
+ * A decision's bucket may also ask for a lease (`want`, leased-limiter.ts):
+ * units this replica takes ahead and spends without asking again. The
+ * lease never changes the decision (ok iff every bucket has room for its
+ * cost); once it is ok, each bucket gives min(want, whole units left after
+ * the cost), and nothing when it is refused.
+ *
  * KEYS: the settled buckets, then every decision's buckets in order.
  * ARGV: settlement count S, decision count D; per settlement rate, burst,
- * delta; per decision its bucket count, then per bucket rate, burst, cost.
- * Returns per decision: ok, wait in ms, then per bucket remaining, ms to full.
+ * delta; per decision its bucket count, then per bucket rate, burst, cost,
+ * want. Returns per decision: ok, wait in ms, then per bucket remaining
+ * (after the cost and the lease), ms to full, units leased.
  */
 const BATCH_SCRIPT = `
 local now_parts = redis.call('TIME')
@@ -66,9 +73,9 @@ for d = 1, decisions do
   local balances = {}
   local wait_ms = 0
   for i = 1, n do
-    local rate = tonumber(ARGV[a + 3 * i - 3]) / 60000
-    local burst = tonumber(ARGV[a + 3 * i - 2])
-    local cost = tonumber(ARGV[a + 3 * i - 1])
+    local rate = tonumber(ARGV[a + 4 * i - 4]) / 60000
+    local burst = tonumber(ARGV[a + 4 * i - 3])
+    local cost = tonumber(ARGV[a + 4 * i - 2])
     local v = balance(KEYS[k + i - 1], rate, burst)
     balances[i] = v
     if v < cost then
@@ -82,22 +89,29 @@ for d = 1, decisions do
   out[#out + 1] = tostring(ok)
   out[#out + 1] = tostring(wait_ms)
   for i = 1, n do
-    local rate = tonumber(ARGV[a + 3 * i - 3]) / 60000
-    local burst = tonumber(ARGV[a + 3 * i - 2])
-    local cost = tonumber(ARGV[a + 3 * i - 1])
+    local rate = tonumber(ARGV[a + 4 * i - 4]) / 60000
+    local burst = tonumber(ARGV[a + 4 * i - 3])
+    local cost = tonumber(ARGV[a + 4 * i - 2])
+    local want = tonumber(ARGV[a + 4 * i - 1])
     local key = KEYS[k + i - 1]
     local v = balances[i]
-    if ok == 1 then v = v - cost end
+    local granted = 0
+    if ok == 1 then
+      v = v - cost
+      if want > 0 and v >= 1 then granted = math.min(want, math.floor(v)) end
+      v = v - granted
+    end
     local to_full = math.ceil((burst - v) / rate)
     if to_full < 0 then to_full = 0 end
-    if ok == 1 and cost ~= 0 then
+    if ok == 1 and cost + granted ~= 0 then
       redis.call('HSET', key, 'v', tostring(v), 't', tostring(now))
       redis.call('PEXPIRE', key, to_full + 1000)
     end
     out[#out + 1] = tostring(math.floor(math.max(v, 0)))
     out[#out + 1] = tostring(to_full)
+    out[#out + 1] = tostring(granted)
   end
-  a = a + 3 * n
+  a = a + 4 * n
   k = k + n
 end
 return out
@@ -114,9 +128,17 @@ export const MAX_BATCH = 128;
 
 type BatchCommand = (numberOfKeys: number, ...keysAndArgs: string[]) => Promise<string[]>;
 
+/** A shared decision, and per bucket the whole units leased with it (all 0 when none was asked). */
+export interface LeasingDecision {
+  readonly decision: LimitDecision;
+  readonly granted: readonly number[];
+}
+
 interface PendingTake {
   readonly takes: readonly BucketTake[];
-  resolve(decision: LimitDecision): void;
+  /** Per bucket the units to lease on top of the cost; null for none. */
+  readonly wants: readonly number[] | null;
+  resolve(decision: LeasingDecision): void;
   reject(error: unknown): void;
 }
 
@@ -152,8 +174,19 @@ export class ValkeyLimiter implements Limiter {
   }
 
   take(takes: readonly BucketTake[]): Promise<LimitDecision> {
+    return this.takeLeasing(takes, null).then((leasing) => leasing.decision);
+  }
+
+  /**
+   * A take that also asks, per bucket, for `wants[i]` units ahead (a lease):
+   * granted only when the take is ok, and only from what is left after it.
+   */
+  takeLeasing(
+    takes: readonly BucketTake[],
+    wants: readonly number[] | null,
+  ): Promise<LeasingDecision> {
     return new Promise((resolve, reject) => {
-      this.takes.push({ takes, resolve, reject });
+      this.takes.push({ takes, wants, resolve, reject });
       this.schedule();
     });
   }
@@ -193,16 +226,17 @@ export class ValkeyLimiter implements Limiter {
         String(settle.delta),
       );
     }
-    for (const { takes: buckets } of takes) {
+    for (const { takes: buckets, wants } of takes) {
       args.push(String(buckets.length));
-      for (const take of buckets) {
+      buckets.forEach((take, i) => {
         keys.push(RATE_LIMIT_KEY_PREFIX + take.id);
         args.push(
           String(take.limits.requestsPerMinute),
           String(take.limits.burst),
           String(take.cost),
+          String(wants?.[i] ?? 0),
         );
-      }
+      });
     }
     this.batchCommand(keys.length, ...keys, ...args).then(
       (out) => {
@@ -210,7 +244,7 @@ export class ValkeyLimiter implements Limiter {
         let at = 0;
         for (const pending of takes) {
           pending.resolve(decisionOf(pending.takes, out, at));
-          at += 2 + 2 * pending.takes.length;
+          at += 2 + 3 * pending.takes.length;
         }
       },
       (error: unknown) => {
@@ -226,14 +260,15 @@ function decisionOf(
   takes: readonly BucketTake[],
   out: readonly string[],
   at: number,
-): LimitDecision {
+): LeasingDecision {
   const states: BucketState[] = takes.map((take, i) => ({
     limit: take.limits.burst,
-    remaining: Number(out[at + 2 + 2 * i]),
-    resetMs: Number(out[at + 3 + 2 * i]),
+    remaining: Number(out[at + 2 + 3 * i]),
+    resetMs: Number(out[at + 3 + 3 * i]),
   }));
-  if (out[at] === "1") return { ok: true, states };
+  const granted = takes.map((_take, i) => Number(out[at + 4 + 3 * i]));
+  if (out[at] === "1") return { decision: { ok: true, states }, granted };
   // Whole seconds, at least 1, as the in-process bucket rounds.
   const retryAfterSeconds = Math.max(1, Math.ceil(Number(out[at + 1]) / 1000 - 1e-9));
-  return { ok: false, retryAfterSeconds, states };
+  return { decision: { ok: false, retryAfterSeconds, states }, granted };
 }

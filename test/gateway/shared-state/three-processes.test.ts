@@ -1,10 +1,15 @@
-import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort } from "../../support/free-port.js";
 import { startRedisServer, type RedisServer } from "../../support/redis-server.js";
-import { startServiceProcess, type ServiceProcess } from "../../support/service-process.js";
 import { GEN } from "../conformance/support.js";
 import { startPlatform, type Platform } from "../support/platform.js";
+import {
+  countOf as count,
+  metricOf,
+  post,
+  sendRequests,
+  startGatewayReplica,
+  type GatewayReplica as Replica,
+} from "./gateway-processes.js";
 
 /**
  * Three `modelgate gateway` processes, as three replicas of a Deployment
@@ -17,52 +22,18 @@ import { startPlatform, type Platform } from "../support/platform.js";
  */
 const L = 60;
 
-interface Replica {
-  url: string;
-  opsUrl: string;
-  process: ServiceProcess;
-}
-
 let redis: RedisServer;
 let p: Platform;
 const replicas: Replica[] = [];
 
-async function startReplica(index: number): Promise<Replica> {
-  const dir = dirname(p.stateDir);
-  const [port, metricsPort] = [await freePort(), await freePort()];
-  const process = await startServiceProcess({
-    args: [
-      "gateway",
-      "--registry=file",
-      `--models-dir=${dir}`,
-      `--keys-file=${join(dir, "keys.yaml")}`,
-      `--state-dir=${join(dir, `replica-${index}`)}`,
-      "--host=127.0.0.1",
-      `--port=${port}`,
-      `--metrics-port=${metricsPort}`,
-      `--usage-sink-url=${p.sink.url}`,
-      `--pay-provider-url=${p.provider.url}`,
-      `--pay-provider-credential-file=${join(dir, "provider-credential")}`,
-      `--pay-signing-secrets-file=${join(dir, "secrets.yaml")}`,
-      "--rate-limit-per-minute=1",
-      `--rate-limit-burst=${L}`,
-      `--valkey-url=${redis.url}`,
-      "--replicas=3",
-      "--log-level=warn",
-    ],
-    readyUrl: `http://127.0.0.1:${metricsPort}/readyz`,
-  });
-  return {
-    url: `http://127.0.0.1:${port}`,
-    opsUrl: `http://127.0.0.1:${metricsPort}`,
-    process,
-  };
-}
-
 beforeAll(async () => {
   redis = await startRedisServer();
   p = await startPlatform({ config: { rateLimitPerMinute: 1, rateLimitBurst: L } });
-  replicas.push(...(await Promise.all([0, 1, 2].map(startReplica))));
+  replicas.push(
+    ...(await Promise.all(
+      [0, 1, 2].map((index) => startGatewayReplica(p, redis, { index, burst: L, replicas: 3 })),
+    )),
+  );
 }, 180_000);
 afterAll(async () => {
   for (const replica of replicas) await replica.process.stop();
@@ -70,37 +41,8 @@ afterAll(async () => {
   await redis?.close();
 });
 
-function post(replica: Replica, path: string, body: string, headers: Record<string, string>) {
-  return fetch(`${replica.url}${path}`, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...headers },
-    body,
-  });
-}
-
 /** Statuses of `count` requests with the key, 6 at a time, replica chosen by `pick`. */
-async function send(key: string, count: number, pick: (i: number) => Replica): Promise<number[]> {
-  const statuses: number[] = [];
-  let next = 0;
-  const worker = async () => {
-    while (next < count) {
-      const i = next++;
-      try {
-        const answer = await post(pick(i), "/v1/responses", JSON.stringify(GEN), {
-          "x-api-key": key,
-        });
-        await answer.arrayBuffer();
-        statuses.push(answer.status);
-      } catch {
-        statuses.push(0); // the connection died with a killed replica
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: 6 }, worker));
-  return statuses;
-}
-
-const count = (statuses: number[], status: number) => statuses.filter((s) => s === status).length;
+const send = (key: string, n: number, pick: (i: number) => Replica) => sendRequests(key, n, pick);
 
 async function valkeyUp(replica: Replica): Promise<string | undefined> {
   const text = await (await fetch(`${replica.opsUrl}/metrics`)).text();
@@ -121,6 +63,12 @@ describe("three gateway processes sharing one redis", () => {
     const skewed = await send(p.keys.acmeWeb.key, 2 * L, (i) => replicas[i % 5 === 0 ? 1 : 2]!);
     expect(count(skewed, 200)).toBeGreaterThanOrEqual(Math.ceil(0.95 * L));
     expect(count(skewed, 200)).toBeLessThanOrEqual(L);
+    // A chunk of floor(5% × 60 / 3) = 1 unit is no lease: every decision went to Valkey.
+    for (const replica of replicas) {
+      expect(
+        await metricOf(replica, 'modelgate_gateway_rate_limit_decisions_total{decided="leased"}'),
+      ).toBe(0);
+    }
     // The figures for the issue's closing note.
     console.info(
       `three replicas, L=${L}: ${count(spread, 200)} of ${2 * L} admitted round robin, ` +
