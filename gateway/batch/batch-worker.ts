@@ -60,6 +60,11 @@ export interface BatchWorkerOptions {
   leaseMs: number;
   /** Pause of an idle runner before it looks for work again. */
   pollMs: number;
+  /**
+   * Milliseconds between lines while the runtime has interactive traffic it
+   * keeps up with (the pacer's steady share; default `SHARE_SPACING_MS`).
+   */
+  pacedSpacingMs?: number | undefined;
   /** Lines leased at once. */
   linesPerLease?: number;
   now?: () => number;
@@ -126,7 +131,9 @@ export class BatchWorker {
   constructor(private readonly options: BatchWorkerOptions) {
     this.id = options.workerId ?? `worker-${randomHex(8)}`;
     this.now = options.now ?? Date.now;
-    this.pacer = new BatchPacer(Math.max(1, options.concurrency));
+    this.pacer = new BatchPacer(Math.max(1, options.concurrency), {
+      shareSpacingMs: options.pacedSpacingMs,
+    });
   }
 
   start(): void {

@@ -86,20 +86,40 @@ const setup = await writeGatewayFiles({
   providerUrl: null,
   logLevel: "warn",
 });
-const gateway = await startGateway(
-  {
-    ...setup,
-    flags: {
-      ...setup.flags,
-      databaseUrl,
-      batchWorkers: String(plan.workers),
-      batchPollMs: "50",
+// `--ab=<flag>=A,B` (a gateway flag, camelCase: `--ab=batchPacedSpacingMs=5,20`):
+// section 2 runs each round's beside window once with the gateway at each
+// value, beside the one alone window, the sides' order rotated round by
+// round. The gateway is restarted before every side, the alone one too, and
+// warmed up alike (`warmUp`): a window on a gateway started just before ran
+// its first second at several times the p99 of one on a warm gateway.
+const abOption = option("ab");
+const abFlag = abOption?.slice(0, abOption.indexOf("=")) ?? "";
+const abValues = abOption?.slice(abOption.indexOf("=") + 1).split(",") ?? [];
+const startBenchGateway = (abValue?: string) =>
+  startGateway(
+    {
+      ...setup,
+      flags: {
+        ...setup.flags,
+        databaseUrl,
+        batchWorkers: String(plan.workers),
+        batchPollMs: "50",
+        ...(abValue === undefined ? {} : { [abFlag]: abValue }),
+      },
     },
-  },
-  null,
-);
+    null,
+  );
+let gatewayVariant = abValues[0];
+let gateway = await startBenchGateway(gatewayVariant);
 log(`runtime ${runtime.pid}, gateway ${gateway.pid}: ready`);
-const client = openaiClient(gateway.url, setup.apiKey);
+async function gatewayWith(abValue: string): Promise<void> {
+  await gateway.stop();
+  gateway = await startBenchGateway(abValue);
+  gatewayVariant = abValue;
+  client = openaiClient(gateway.url, setup.apiKey);
+  await warmUp();
+}
+let client = openaiClient(gateway.url, setup.apiKey);
 const requests: LoadRequest[] = Array.from({ length: 64 }, (_, n) => ({
   path: "/v1/responses",
   headers: { "content-type": "application/json", "x-api-key": setup.apiKey },
@@ -235,6 +255,11 @@ async function fixedRate(seconds: number, latencies: number[], sent?: Sent[]): P
   await pool.close();
   return failed;
 }
+/** Traffic at the fixed rate for a few seconds, not measured: a fresh gateway's JIT and pools. */
+async function warmUp(): Promise<void> {
+  if ((await fixedRate(WARM_UP_SECONDS, [])) > 0) broken = true;
+}
+const WARM_UP_SECONDS = 2;
 // A batch file holds 50,000 lines at most: a batch that fast still outlasts
 // the window beside interactive traffic, which takes its share of the runtime.
 const backgroundLines = Math.min(50_000, Math.ceil(batchMedian * plan.rateSeconds * 1.5) + 1000);
@@ -286,7 +311,7 @@ async function settle(): Promise<void> {
     log("settle: autovacuum still running after 15 s");
 }
 
-async function besideBatch(round: number): Promise<{ p99: number; lines: number }> {
+async function besideBatch(round: number, into: number[]): Promise<{ p99: number; lines: number }> {
   await settle();
   const file = await uploadLines(client, backgroundLines);
   const background = await client.batches.create({
@@ -295,7 +320,8 @@ async function besideBatch(round: number): Promise<{ p99: number; lines: number 
     completion_window: "24h",
   });
   await waitFor(client, background.id, (b) => b.status === "in_progress" || finished(b));
-  const latencies = await rateWindow(`beside ${round + 1}`, besideLatencies);
+  const label = `beside ${round + 1}${gatewayVariant ? ` at ${abFlag}=${gatewayVariant}` : ""}`;
+  const latencies = await rateWindow(label, into);
   const after = await client.batches.retrieve(background.id);
   if (after.status !== "in_progress") log(`the background batch ended early: ${after.status}`);
   const lines = after.request_counts?.completed ?? 0;
@@ -304,7 +330,39 @@ async function besideBatch(round: number): Promise<{ p99: number; lines: number 
   await waitFor(client, background.id, finished);
   return { p99: quantile(latencies, 0.99), lines };
 }
-for (let round = 0; only.has("beside") && round < plan.rateRounds; round++) {
+/** With `--ab`: per variant, each round's beside p99 and lines done. */
+const abRounds = new Map<string, Array<{ alone: number; beside: number; lines: number }>>(
+  abValues.map((value) => [value, []]),
+);
+const abLatencies = new Map<string, number[]>(abValues.map((value) => [value, []]));
+for (let round = 0; only.has("beside") && abValues.length > 0 && round < plan.rateRounds; round++) {
+  let alone = Number.NaN;
+  const beside = new Map<string, { p99: number; lines: number }>();
+  const sides = [
+    async () => {
+      await gatewayWith(abValues[0]!);
+      await settle();
+      alone = quantile(await rateWindow(`alone ${round + 1}`, aloneLatencies), 0.99);
+    },
+    ...abValues.map((value) => async () => {
+      await gatewayWith(value);
+      beside.set(value, await besideBatch(round, abLatencies.get(value)!));
+    }),
+  ];
+  const turn = round % sides.length;
+  for (const side of [...sides.slice(turn), ...sides.slice(0, turn)]) await side();
+  const text = abValues.map((value) => {
+    const b = beside.get(value)!;
+    abRounds.get(value)!.push({ alone, beside: b.p99, lines: b.lines });
+    return `${abFlag}=${value}: ${fmt(b.p99)} ms (${fmtRatio(b.p99 / alone)}), ${b.lines} lines`;
+  });
+  log(`round ${round + 1}: p99 ${fmt(alone)} ms alone; beside at ${text.join("; ")}`);
+}
+for (
+  let round = 0;
+  only.has("beside") && abValues.length === 0 && round < plan.rateRounds;
+  round++
+) {
   let alone = Number.NaN;
   let beside = { p99: Number.NaN, lines: 0 };
   const sides = [
@@ -313,7 +371,7 @@ for (let round = 0; only.has("beside") && round < plan.rateRounds; round++) {
       alone = quantile(await rateWindow(`alone ${round + 1}`, aloneLatencies), 0.99);
     },
     async () => {
-      beside = await besideBatch(round);
+      beside = await besideBatch(round, besideLatencies);
     },
   ];
   if (round % 2 === 1) sides.reverse();
@@ -376,7 +434,24 @@ const table = [
         `| CPU ms per request, gateway / runtime / PostgreSQL: batch | ${cpuText("batch")} | |`,
       ]
     : []),
-  ...(only.has("beside")
+  ...abValues.flatMap((value) => {
+    const rounds = abRounds.get(value)!;
+    const ratios = rounds.map((r) => r.beside / r.alone);
+    return [
+      `| ${abFlag}=${value}: p99 beside / alone, each round | ${ratios.map(fmtRatio).join(", ")} | |`,
+      `| ${abFlag}=${value}: p99 beside / alone, median of ${ratios.length} rounds | ${fmtRatio(median(ratios))} | <= 1.25x |`,
+      `| ${abFlag}=${value}: p99 beside / alone, all windows merged | ${fmtRatio(quantile(abLatencies.get(value)!, 0.99) / aloneP99)} | |`,
+      `| ${abFlag}=${value}: batch lines done in each window beside | ${rounds.map((r) => r.lines).join(", ")} | |`,
+    ];
+  }),
+  ...(only.has("beside") && abValues.length > 0
+    ? [
+        `| interactive p99 at ${rate} req/s, alone (merged) | ${fmt(aloneP99)} ms | |`,
+        `| cores busy in a window, gateway / runtime / PostgreSQL: alone | ${windowCpuText("alone")} | |`,
+        `| cores busy in a window, gateway / runtime / PostgreSQL: beside (both) | ${windowCpuText("beside")} | |`,
+      ]
+    : []),
+  ...(only.has("beside") && abValues.length === 0
     ? [
         `| interactive p99 at ${rate} req/s | ${fmt(aloneP99)} ms alone, ${fmt(besideP99)} ms beside a batch | |`,
         `| p99 beside / alone, each round | ${roundRatios.map(fmtRatio).join(", ")} | |`,

@@ -53,6 +53,18 @@ describe("BatchPacer", () => {
     expect([pacer.limit, pacer.spacingMs]).toEqual([2, 0]);
   });
 
+  it("keeps the steady pace it was given beside a stream, and still backs off from it when requests wait", () => {
+    const pacer = new BatchPacer(4, { shareSpacingMs: 20 });
+    for (let i = 0; i < 3; i++) pacer.observe(1);
+    expect([pacer.limit, pacer.spacingMs]).toEqual([1, 20]);
+    pacer.observe(2);
+    expect(pacer.spacingMs).toBe(40);
+    pacer.observe(1);
+    expect(pacer.spacingMs).toBe(20);
+    pacer.observe(0);
+    expect([pacer.limit, pacer.spacingMs]).toEqual([2, 0]);
+  });
+
   it("refuses a maximum below one", () => {
     expect(() => new BatchPacer(0)).toThrow();
   });
