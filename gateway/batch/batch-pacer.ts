@@ -75,3 +75,29 @@ export class BatchPacer {
     }
   }
 }
+
+/** Lines leased at once at most, and at least (a lease query per line or two would cost more than the lines). */
+export const LEASE_LINES = { min: 8, max: 64 } as const;
+
+/**
+ * How many lines a worker leases at once: two steps' worth ahead (twice the
+ * pacer's limit), and, when it runs them one by one at a steady pace, as many
+ * as it would run in a quarter of the lease at that pace, so that paced down
+ * beside interactive traffic it does not lease every few lines: at one line
+ * every 5 ms, leases of 8 were a store transaction every 50 ms, and the store
+ * spent more CPU per line paced than at full speed. The quarter keeps lines
+ * leased ahead well inside their lease if the pace slows (the spacing goes
+ * up to 20 times longer under an interactive burst; a slow model's lines
+ * keep the lease at its minimum).
+ */
+export function leaseSize(pace: {
+  limit: number;
+  spacingMs: number;
+  /** A line's recent time from sending to its answer (milliseconds). */
+  lineMs: number;
+  leaseMs: number;
+}): number {
+  const perSecond = (pace.limit * 1000) / Math.max(1, pace.spacingMs + pace.lineMs);
+  const byPace = Math.floor((perSecond * pace.leaseMs) / 1000 / 4);
+  return Math.min(LEASE_LINES.max, Math.max(LEASE_LINES.min, 2 * pace.limit, byPace));
+}

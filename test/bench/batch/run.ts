@@ -26,6 +26,12 @@ import { writeGatewayFiles } from "../gateway/gateway-files.js";
 import { startGateway } from "../gateway/processes.js";
 import { startRuntimeProcess } from "../runtime/runtime-process.js";
 import { INGEST_PLANS, runIngestBench } from "./ingest.js";
+import {
+  describeSteps,
+  readRuntimeSteps,
+  stepsBetween,
+  type RuntimeSteps,
+} from "./runtime-steps.js";
 import { runClosedLoop, type LoadRequest } from "../support/closed-loop.js";
 import { startRun } from "../support/run-clock.js";
 import { fmt, fmtRatio, median, quantile } from "../runtime/stats.js";
@@ -214,13 +220,25 @@ const batchMedian = batchRounds.length > 0 ? median(batchRounds) : best.rps;
 const rate = Math.max(1, Math.floor(syncMedian / 3));
 /**
  * Sends at the fixed rate for a lead-in, then for `seconds` measured: the
- * lead-in's latencies are not kept (both sides alike). It is the pool's
- * connections being opened and the previous step's garbage (the bench
- * process built a batch file just before) being collected in the load
- * generator: a user's steady traffic has neither.
+ * lead-in's latencies are not kept (both sides alike). It is the previous
+ * step's garbage (the bench process built a batch file just before) being
+ * collected in the load generator, and connections being opened: a user's
+ * steady traffic has neither. The pool is kept from window to window (one
+ * per gateway process): opened anew for each window, its connections were
+ * opened in the window's first second, where the slow requests of many
+ * windows were, alone and beside alike.
  */
+const interactive: { url: string; pool: Pool | null } = { url: "", pool: null };
+async function poolFor(url: string): Promise<Pool> {
+  if (!interactive.pool || interactive.url !== url) {
+    await interactive.pool?.close();
+    interactive.url = url;
+    interactive.pool = new Pool(url, { connections: 64 });
+  }
+  return interactive.pool;
+}
 async function fixedRate(seconds: number, latencies: number[], sent?: Sent[]): Promise<number> {
-  const pool = new Pool(gateway.url, { connections: 64 });
+  const pool = await poolFor(gateway.url);
   let failed = 0;
   const sends: Promise<void>[] = [];
   const started = performance.now();
@@ -252,7 +270,6 @@ async function fixedRate(seconds: number, latencies: number[], sent?: Sent[]): P
     );
   }
   await Promise.all(sends);
-  await pool.close();
   return failed;
 }
 /** Traffic at the fixed rate for a few seconds, not measured: a fresh gateway's JIT and pools. */
@@ -274,12 +291,34 @@ const windowCpu: Record<"alone" | "beside", CpuShare[]> = { alone: [], beside: [
 const windowCpuText = (side: "alone" | "beside") =>
   [0, 1, 2].map((i) => fmt(median(windowCpu[side].map((share) => share[i]!)))).join(" / ");
 
+/** Per side ("alone", "beside", "beside at <flag>=<value>"), the runtime's queue and steps in each window. */
+const windowSteps = new Map<string, RuntimeSteps[]>();
+
+/** The last window's cores busy per process and its length, lead-in included. */
+let lastWindow = { cores: [0, 0, 0] as CpuShare, seconds: 0 };
+/**
+ * Per beside side, each window's cores busy and the batch lines it did per
+ * second (counted from the window's start, lead-in included, as its CPU is):
+ * what a paced line costs beside interactive traffic, over the alone windows.
+ */
+const besideCost = new Map<string, Array<{ cores: CpuShare; linesPerSecond: number }>>();
+const costText = (side: string) => {
+  const windows = besideCost.get(side) ?? [];
+  return [0, 1, 2]
+    .map((i) => {
+      const alone = median(windowCpu.alone.map((share) => share[i]!));
+      return fmt(median(windows.map((w) => ((w.cores[i]! - alone) * 1000) / w.linesPerSecond)));
+    })
+    .join(" / ");
+};
+
 /** One fixed-rate window; its latencies go to `into` and are returned. */
 async function rateWindow(label: string, into: number[]): Promise<number[]> {
   const latencies: number[] = [];
   const sent: Sent[] = [];
   const cpuNow = () => Promise.all([gateway.cpuSeconds(), runtime.cpuSeconds(), pg.cpuSeconds()]);
   const cpuBefore = await cpuNow();
+  const stepsBefore = await readRuntimeSteps(runtime.url);
   const started = performance.now();
   const timeline = withTimeline
     ? await startTimeline(databaseUrl, () =>
@@ -289,9 +328,16 @@ async function rateWindow(label: string, into: number[]): Promise<number[]> {
   if ((await fixedRate(plan.rateSeconds, latencies, sent)) > 0) broken = true;
   const cpuAfter = await cpuNow();
   const seconds = (performance.now() - started) / 1000;
-  (label.startsWith("beside") ? windowCpu.beside : windowCpu.alone).push(
-    cpuAfter.map((end, i) => (end - cpuBefore[i]!) / seconds) as CpuShare,
-  );
+  const side = label.replace(/ \d+/, "");
+  windowSteps.set(side, [
+    ...(windowSteps.get(side) ?? []),
+    stepsBetween(stepsBefore, await readRuntimeSteps(runtime.url)),
+  ]);
+  lastWindow = {
+    cores: cpuAfter.map((end, i) => (end - cpuBefore[i]!) / seconds) as CpuShare,
+    seconds,
+  };
+  (label.startsWith("beside") ? windowCpu.beside : windowCpu.alone).push(lastWindow.cores);
   if (timeline) timelines.push({ label, slices: await timeline.stop(), sent });
   into.push(...latencies);
   return latencies;
@@ -320,9 +366,17 @@ async function besideBatch(round: number, into: number[]): Promise<{ p99: number
     completion_window: "24h",
   });
   await waitFor(client, background.id, (b) => b.status === "in_progress" || finished(b));
-  const label = `beside ${round + 1}${gatewayVariant ? ` at ${abFlag}=${gatewayVariant}` : ""}`;
-  const latencies = await rateWindow(label, into);
+  const side = `beside${gatewayVariant ? ` at ${abFlag}=${gatewayVariant}` : ""}`;
+  const before = await client.batches.retrieve(background.id);
+  const latencies = await rateWindow(side.replace("beside", `beside ${round + 1}`), into);
   const after = await client.batches.retrieve(background.id);
+  const linesPerSecond =
+    ((after.request_counts?.completed ?? 0) - (before.request_counts?.completed ?? 0)) /
+    lastWindow.seconds;
+  besideCost.set(side, [
+    ...(besideCost.get(side) ?? []),
+    { cores: lastWindow.cores, linesPerSecond },
+  ]);
   if (after.status !== "in_progress") log(`the background batch ended early: ${after.status}`);
   const lines = after.request_counts?.completed ?? 0;
   log(`beside: the batch had ${lines} lines done at the window's end`);
@@ -393,6 +447,7 @@ if (only.has("beside")) {
   }
 }
 
+await interactive.pool?.close();
 await gateway.stop();
 await runtime.stop();
 await pg.stop();
@@ -462,6 +517,14 @@ const table = [
         `| batch lines done in each window beside | ${roundP99s.map((r) => r.lines).join(", ")} | |`,
       ]
     : []),
+  ...[...besideCost.keys()].map(
+    (side) =>
+      `| CPU ms per batch line ${side}, over the alone windows: gateway / runtime / PostgreSQL | ${costText(side)} | |`,
+  ),
+  ...[...windowSteps].map(
+    ([side, windows]) =>
+      `| runtime, ${side}: admissions waiting over 1 / 5 / 10 ms; step size | ${describeSteps(windows)} | |`,
+  ),
   ...ingest.rows,
 ];
 log(`done in ${elapsedSeconds().toFixed(0)} s`);
