@@ -523,7 +523,7 @@ const table = [
   ),
   ...[...windowSteps].map(
     ([side, windows]) =>
-      `| runtime, ${side}: admissions waiting over 1 / 5 / 10 ms; step size | ${describeSteps(windows)} | |`,
+      `| runtime, ${side}: interactive admissions waiting over 1 / 5 / 10 ms; step size | ${describeSteps(windows)} | |`,
   ),
   ...ingest.rows,
 ];

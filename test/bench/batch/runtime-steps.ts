@@ -2,8 +2,7 @@
 // metrics endpoint (`modelgate_runtime_queue_wait_seconds`,
 // `modelgate_runtime_batch_size`): whether a request waited for a step in
 // the runtime longer beside a batch than alone, and how large the steps were.
-// The queue-wait histogram counts both lanes; beside a paced batch its lines
-// are a small share of the admissions.
+// The waits are the interactive lane's (the histogram's `priority` label).
 
 export interface RuntimeSteps {
   admitted: number;
@@ -18,11 +17,13 @@ const BOUNDS = ["0.001", "0.005", "0.01"] as const;
 export async function readRuntimeSteps(runtimeUrl: string): Promise<RuntimeSteps> {
   const text = await (await fetch(`${runtimeUrl}/metrics`)).text();
   const value = (pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? Number.NaN);
-  const admitted = value(/^modelgate_runtime_queue_wait_seconds_count(?:\{[^}]*\})? (\S+)$/m);
+  const admitted = value(
+    /^modelgate_runtime_queue_wait_seconds_count\{[^}]*priority="interactive"[^}]*\} (\S+)$/m,
+  );
   const within = BOUNDS.map((le) =>
     value(
       new RegExp(
-        `^modelgate_runtime_queue_wait_seconds_bucket\\{[^}]*le="${le}"[^}]*\\} (\\S+)$`,
+        `^modelgate_runtime_queue_wait_seconds_bucket\\{(?=[^}]*le="${le}")(?=[^}]*priority="interactive")[^}]*\\} (\\S+)$`,
         "m",
       ),
     ),
@@ -45,7 +46,7 @@ export function stepsBetween(before: RuntimeSteps, after: RuntimeSteps): Runtime
   };
 }
 
-/** Per 1,000 admissions, those that waited over 1 / 5 / 10 ms; then the mean step size. */
+/** Per 1,000 interactive admissions, those that waited over 1 / 5 / 10 ms; then the mean step size. */
 export function describeSteps(windows: readonly RuntimeSteps[]): string {
   const sum = windows.reduce(
     (total, w) => ({
@@ -57,5 +58,5 @@ export function describeSteps(windows: readonly RuntimeSteps[]): string {
     { admitted: 0, over: [0, 0, 0] as [number, number, number], steps: 0, stepRequests: 0 },
   );
   const perMille = sum.over.map((n) => ((n * 1000) / sum.admitted).toFixed(1)).join(" / ");
-  return `${perMille} per 1,000 of ${sum.admitted} admissions; mean step ${(sum.stepRequests / sum.steps).toFixed(2)} requests`;
+  return `${perMille} per 1,000 of ${sum.admitted} interactive admissions; mean step ${(sum.stepRequests / sum.steps).toFixed(2)} requests`;
 }
