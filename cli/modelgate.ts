@@ -165,6 +165,10 @@ program
     "seconds a batch line is leased to a worker before another may take it (default 60)",
   )
   .option("--batch-poll-ms <ms>", "how often an idle batch worker looks for work (default 500)")
+  .option(
+    "--batch-paced-spacing-ms <ms>",
+    "milliseconds between batch lines beside interactive traffic (default 5)",
+  )
   .option("--log-level <level>")
   .action(async (flags: Record<string, unknown>) => {
     const { serveGateway } = await import("../gateway/main.js");

@@ -288,6 +288,7 @@ export async function createGatewayComponents(
       concurrency: config.batchWorkers,
       leaseMs: config.batchLeaseSeconds * 1000,
       pollMs: config.batchPollMs,
+      pacedSpacingMs: config.batchPacedSpacingMs,
     });
     worker.start();
     // Before the upstream closes: the worker hands its leases back first.

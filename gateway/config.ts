@@ -122,6 +122,12 @@ export const gatewayConfigSchema = z.object({
   batchLeaseSeconds: positiveInt.max(3600).default(60),
   /** Milliseconds an idle batch worker waits before it looks for work again. */
   batchPollMs: positiveInt.max(60_000).default(500),
+  /**
+   * Milliseconds between a replica's batch lines while the runtime has
+   * interactive traffic it keeps up with: the share of spare room a batch
+   * keeps beside a steady stream (docs/batch.md, "Priority").
+   */
+  batchPacedSpacingMs: z.coerce.number().int().min(1).max(1000).default(5),
   logLevel: z.string().default("info"),
 });
 

@@ -11,7 +11,7 @@ export interface RuntimeMetrics {
   batchSize: Histogram;
   queueDepth: Gauge;
   inFlight: Gauge;
-  queueWait: Histogram;
+  queueWait: Histogram<"priority">;
   prefixCacheBytes: Gauge;
   prefixCacheHits: Counter;
   prefixCachedTokens: Counter;
@@ -71,7 +71,8 @@ export function createRuntimeMetrics(labels: { model: string }): RuntimeMetrics 
     }),
     queueWait: new Histogram({
       name: "modelgate_runtime_queue_wait_seconds",
-      help: "Time a request waited in the admission queue before the model took it",
+      help: "Time a request waited in the admission queue before the model took it, by lane",
+      labelNames: ["priority"],
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     }),

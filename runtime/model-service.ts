@@ -7,7 +7,7 @@ import type {
   ZeroShotClassifier,
 } from "./classify/classifier.js";
 import { AdmissionQueue, type Priority } from "./engine/admission-queue.js";
-import { BatchExecutor } from "./engine/batch-executor.js";
+import { BATCH_HOLD_MS, BatchExecutor } from "./engine/batch-executor.js";
 import { DecodeScheduler } from "./generation/decode-scheduler.js";
 import { PREFILL_CHUNK_TOKENS } from "./generation/prefill.js";
 import { PrefixCache } from "./generation/prefix-cache.js";
@@ -240,7 +240,7 @@ function admissionOf<J, R>(options: ThroughputOptions, metrics: RuntimeMetrics) 
       metrics.queueDepth.set(waiting);
       metrics.inFlight.set(inFlight);
     },
-    onAdmit: (seconds) => metrics.queueWait.observe(seconds),
+    onAdmit: (seconds, priority) => metrics.queueWait.observe({ priority }, seconds),
   });
 }
 
@@ -296,6 +296,7 @@ function classificationLane(
     maxBatchSize: options.maxBatchSize,
     maxWaitMs: options.batchWindowMs,
     concurrency: 1,
+    batchHoldMs: BATCH_HOLD_MS,
     onBatch: (size) => metrics.batchSize.observe(size),
     run: (batch) => classifier.runBatch(batch.map((q) => q.job)),
   });
@@ -312,6 +313,7 @@ function extractionLane(
     maxBatchSize: options.maxBatchSize,
     maxWaitMs: options.batchWindowMs,
     concurrency: 1,
+    batchHoldMs: BATCH_HOLD_MS,
     onBatch: (size) => metrics.batchSize.observe(size),
     run: (batch) => extractor.runBatch(batch.map((q) => q.job)),
   });

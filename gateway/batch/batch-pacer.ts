@@ -8,7 +8,7 @@
  *   `max`, with no wait between lines, so an idle runtime is soon given as
  *   many lines as it batches in one step;
  * - 1, interactive traffic the runtime keeps up with: the limit halves down
- *   to `min` (one line) and lines go at a steady pace, `SHARE_SPACING_MS`
+ *   to `min` (one line) and lines go at a steady pace, `shareSpacingMs`
  *   apart at least: the batch keeps a bounded share of the spare room
  *   beside the stream (about a hundred lines a second for a small model)
  *   instead of stopping. Not more: on a small machine every batch line also
@@ -26,18 +26,26 @@
  */
 const MIN_SPACING_MS = 5;
 const MAX_SPACING_MS = 100;
-/** The wait between lines beside interactive traffic the runtime keeps up with. */
-const SHARE_SPACING_MS = 5;
+/**
+ * The default wait between lines beside interactive traffic the runtime
+ * keeps up with (`--batch-paced-spacing-ms`).
+ */
+export const SHARE_SPACING_MS = 5;
 
 export class BatchPacer {
   private current: number;
   private spacing = 0;
+  private readonly min: number;
+  private readonly shareSpacingMs: number;
 
   constructor(
     private readonly max: number,
-    private readonly min = 1,
+    options: { min?: number | undefined; shareSpacingMs?: number | undefined } = {},
   ) {
-    if (!(max >= 1) || !(min >= 1) || min > max) throw new Error("need 1 <= min <= max");
+    this.min = options.min ?? 1;
+    this.shareSpacingMs = options.shareSpacingMs ?? SHARE_SPACING_MS;
+    if (!(max >= 1) || !(this.min >= 1) || this.min > max) throw new Error("need 1 <= min <= max");
+    if (!(this.shareSpacingMs >= 0)) throw new Error("shareSpacingMs must be 0 or more");
     this.current = max;
   }
 
@@ -59,11 +67,37 @@ export class BatchPacer {
       }
       this.current = Math.max(this.min, Math.floor(this.current / 2));
     } else if (interactivePressure === 1) {
-      this.spacing = SHARE_SPACING_MS;
+      this.spacing = this.shareSpacingMs;
       this.current = Math.max(this.min, Math.floor(this.current / 2));
     } else {
       this.spacing = 0;
       this.current = Math.min(this.max, this.current + 1);
     }
   }
+}
+
+/** Lines leased at once at most, and at least (a lease query per line or two would cost more than the lines). */
+export const LEASE_LINES = { min: 8, max: 64 } as const;
+
+/**
+ * How many lines a worker leases at once: two steps' worth ahead (twice the
+ * pacer's limit), and, when it runs them one by one at a steady pace, as many
+ * as it would run in a quarter of the lease at that pace, so that paced down
+ * beside interactive traffic it does not lease every few lines: at one line
+ * every 5 ms, leases of 8 were a store transaction every 50 ms, and the store
+ * spent more CPU per line paced than at full speed. The quarter keeps lines
+ * leased ahead well inside their lease if the pace slows (the spacing goes
+ * up to 20 times longer under an interactive burst; a slow model's lines
+ * keep the lease at its minimum).
+ */
+export function leaseSize(pace: {
+  limit: number;
+  spacingMs: number;
+  /** A line's recent time from sending to its answer (milliseconds). */
+  lineMs: number;
+  leaseMs: number;
+}): number {
+  const perSecond = (pace.limit * 1000) / Math.max(1, pace.spacingMs + pace.lineMs);
+  const byPace = Math.floor((perSecond * pace.leaseMs) / 1000 / 4);
+  return Math.min(LEASE_LINES.max, Math.max(LEASE_LINES.min, 2 * pace.limit, byPace));
 }

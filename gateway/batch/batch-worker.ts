@@ -17,7 +17,7 @@ import type { LedgerEntry } from "../store/ledger-entry.js";
 import { recordLedgerEntries } from "../store/usage-ledger.js";
 import type { Upstream } from "../upstream/forward.js";
 import { relayOf } from "../upstream/relay.js";
-import { BatchPacer } from "./batch-pacer.js";
+import { BatchPacer, LEASE_LINES, leaseSize } from "./batch-pacer.js";
 import { batchCostOf } from "./batch-pricing.js";
 import { addCounts, type Counts } from "./batch-store.js";
 import { validateLines } from "./batch-validation.js";
@@ -60,6 +60,11 @@ export interface BatchWorkerOptions {
   leaseMs: number;
   /** Pause of an idle runner before it looks for work again. */
   pollMs: number;
+  /**
+   * Milliseconds between lines while the runtime has interactive traffic it
+   * keeps up with (the pacer's steady share; default `SHARE_SPACING_MS`).
+   */
+  pacedSpacingMs?: number | undefined;
   /** Lines leased at once. */
   linesPerLease?: number;
   now?: () => number;
@@ -88,10 +93,6 @@ const FINAL_SLOT = "final";
 const RETRY_DELAY_MS = 1000;
 const SWEEP_EVERY_MS = 60_000;
 const ABANDONED_UPLOAD_MS = 60 * 60_000;
-/** Lines leased at once at most (twice the pacer's limit); the next chunk is leased while the last run. */
-const LINES_PER_LEASE = 64;
-/** ... and at least this many: paced down, a lease query per line or two would cost more than the lines. */
-const MIN_LEASE = 8;
 /** Results written in one transaction at most, and how long a partial group waits. */
 const WRITE_GROUP = 64;
 const WRITE_EVERY_MS = 50;
@@ -120,13 +121,21 @@ export class BatchWorker {
   /** The writer: one group's transaction after another. */
   private writing: Promise<void> = Promise.resolve();
   private lastWrite = 0;
+  /**
+   * A line's time from sending to its answer, smoothed (EWMA): sizes leases.
+   * Starts at a slow model's, so that the pace is not overestimated before
+   * the first answers.
+   */
+  private lineMs = 1000;
   /** Per batch, the line after the last this worker leased: where its next lease looks first. */
   private readonly scanFrom = new Map<string, number>();
 
   constructor(private readonly options: BatchWorkerOptions) {
     this.id = options.workerId ?? `worker-${randomHex(8)}`;
     this.now = options.now ?? Date.now;
-    this.pacer = new BatchPacer(Math.max(1, options.concurrency));
+    this.pacer = new BatchPacer(Math.max(1, options.concurrency), {
+      shareSpacingMs: options.pacedSpacingMs,
+    });
   }
 
   start(): void {
@@ -335,11 +344,16 @@ export class BatchWorker {
         }
         const db = await this.options.store();
         if (this.local.length < this.pacer.limit && this.leaseDue()) {
-          // Two steps' worth ahead at most: lines held while paced down to one
-          // in flight (a slow model) must not outlive their lease unrun.
+          // Lines held while paced down to one in flight (a slow model) must
+          // not outlive their lease unrun (leaseSize).
           const count = Math.min(
-            this.options.linesPerLease ?? LINES_PER_LEASE,
-            Math.max(MIN_LEASE, 2 * this.pacer.limit),
+            this.options.linesPerLease ?? LEASE_LINES.max,
+            leaseSize({
+              limit: this.pacer.limit,
+              spacingMs: this.pacer.spacingMs,
+              lineMs: this.lineMs,
+              leaseMs: this.options.leaseMs,
+            }),
           );
           const leased = await this.lease(db, count);
           if (leased.length === 0) this.lastEmptyLease = this.now();
@@ -563,6 +577,7 @@ export class BatchWorker {
     if (!model || !model.routes.has("api-key")) return { state: "retry" };
     const responseId = newId("resp");
     let answer;
+    const sentAt = performance.now();
     try {
       answer = await this.options.upstream.forward({
         model,
@@ -583,6 +598,7 @@ export class BatchWorker {
       return { state: "retry" };
     }
     this.pacer.observe(Number(answer.headers[INTERACTIVE_LOAD_HEADER] ?? 0) || 0);
+    this.lineMs += (performance.now() - sentAt - this.lineMs) / 8;
     const relay = relayOf(answer.status, answer.headers, model.id);
     if (relay.kind === "error") return { state: "retry" };
     const response = {

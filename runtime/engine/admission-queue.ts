@@ -19,8 +19,8 @@ export interface AdmissionOptions {
   maxQueue: number;
   /** Called whenever the number waiting or admitted changes (for gauges). */
   onLoad?: ((load: QueueLoad) => void) | undefined;
-  /** Called with the seconds each request waited before its executor took it. */
-  onAdmit?: ((waitedSeconds: number) => void) | undefined;
+  /** Called with the seconds each request waited before its executor took it, and its lane. */
+  onAdmit?: ((waitedSeconds: number, priority: Priority) => void) | undefined;
   /**
    * While interactive requests arrived in the last `interactiveQuietMs`, a
    * step takes batch requests for at most this share of its room (at least
@@ -199,12 +199,28 @@ export class AdmissionQueue<J, R> {
     const now = this.now();
     const admit = (isInteractive: boolean) => (entry: Waiting<J, R>) => {
       if (entry.onAbort) entry.signal?.removeEventListener("abort", entry.onAbort);
-      this.options.onAdmit?.((now - entry.arrivedAt) / 1000);
+      this.options.onAdmit?.(
+        (now - entry.arrivedAt) / 1000,
+        isInteractive ? "interactive" : "batch",
+      );
       return this.admit(entry, isInteractive);
     };
     const admitted = [...interactive.map(admit(true)), ...batch.map(admit(false))];
     this.report();
     return admitted;
+  }
+
+  /**
+   * How much longer a step must wait for company before it takes batch
+   * requests alone: while interactive traffic is about and none waits, a
+   * batch request does not start a step by itself for up to `holdMs` after
+   * it arrived, so that it rides in the next interactive request's step
+   * instead of holding the model when that request arrives. 0: take now.
+   */
+  batchHoldMs(holdMs: number): number {
+    const oldest = this.batchWaiting[0];
+    if (!oldest || this.waiting.length > 0 || !this.interactiveRecent()) return 0;
+    return Math.max(0, holdMs - (this.now() - oldest.arrivedAt));
   }
 
   private batchRoom(room: number): number {

@@ -18,11 +18,27 @@ export interface BatchExecutorOptions<J, R> {
   run: (batch: readonly Queued<J>[]) => Promise<R[]>;
   /** Called with each batch's size, for metrics. */
   onBatch?: ((size: number) => void) | undefined;
+  /**
+   * Milliseconds a batch-priority request waits, while interactive traffic
+   * is about, for an interactive request to share its step (the queue's
+   * `batchHoldMs`); 0 (the default) never holds. For executors that run one
+   * step at a time: an interactive request that arrives while a step of
+   * batch requests alone runs waits for it.
+   */
+  batchHoldMs?: number | undefined;
 }
+
+/**
+ * The hold of one-step-at-a-time executors: at a steady interactive rate
+ * above a hundred a second, held batch requests ride along with an
+ * interactive one; below, each waits 10 ms and runs alone.
+ */
+export const BATCH_HOLD_MS = 10;
 
 export class BatchExecutor<J, R> {
   private running = 0;
   private timer: NodeJS.Timeout | null = null;
+  private holdTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly queue: AdmissionQueue<J, R>,
@@ -36,6 +52,7 @@ export class BatchExecutor<J, R> {
 
   private schedule(): void {
     if (this.running >= this.options.concurrency || this.queue.depth === 0) return;
+    if (this.held()) return;
     if (this.queue.depth >= this.options.maxBatchSize || this.options.maxWaitMs <= 0) {
       this.flush();
       return;
@@ -53,6 +70,7 @@ export class BatchExecutor<J, R> {
       this.timer = null;
     }
     while (this.running < this.options.concurrency) {
+      if (this.held()) break;
       const batch = this.queue.take(this.options.maxBatchSize);
       if (batch.length === 0) break;
       this.running++;
@@ -62,6 +80,18 @@ export class BatchExecutor<J, R> {
       if (this.queue.depth < this.options.maxBatchSize && this.options.maxWaitMs > 0) break;
     }
     this.schedule();
+  }
+
+  /** True while only batch requests wait and should wait for company (then woken later). */
+  private held(): boolean {
+    const hold = this.queue.batchHoldMs(this.options.batchHoldMs ?? 0);
+    if (hold <= 0) return false;
+    // Not unref'd, as the batch window's timer.
+    this.holdTimer ??= setTimeout(() => {
+      this.holdTimer = null;
+      this.flush();
+    }, hold);
+    return true;
   }
 
   private async execute(batch: Admitted<J, R>[]): Promise<void> {

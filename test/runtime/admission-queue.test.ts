@@ -239,4 +239,48 @@ describe("AdmissionQueue", () => {
     now = 1250;
     expect(queue.interactivePressure).toBe(0);
   });
+
+  it("holds batch requests for company while interactive traffic is about and none waits", () => {
+    let now = 0;
+    const queue = new AdmissionQueue<string, string>({ maxQueue: 10, now: () => now });
+    void queue.submit("b1", undefined, "batch");
+    // No interactive traffic: batch work takes the model at once.
+    expect(queue.batchHoldMs(10)).toBe(0);
+    void queue.submit("i1");
+    // An interactive request waits: the step is due now, the batch request rides in it.
+    expect(queue.batchHoldMs(10)).toBe(0);
+    expect(queue.take(8).map((a) => a.job)).toEqual(["i1", "b1"]);
+    now = 3;
+    void queue.submit("b2", undefined, "batch");
+    expect(queue.batchHoldMs(10)).toBe(10);
+    now = 9;
+    expect(queue.batchHoldMs(10)).toBe(4);
+    now = 13;
+    expect(queue.batchHoldMs(10)).toBe(0);
+    // Interactive traffic gone quiet (250 ms): nothing to wait for.
+    void queue.submit("b3", undefined, "batch");
+    queue.take(8);
+    now = 300;
+    void queue.submit("b4", undefined, "batch");
+    expect(queue.batchHoldMs(10)).toBe(0);
+  });
+
+  it("reports each admission's wait with its lane", () => {
+    let now = 0;
+    const waits: Array<[number, string]> = [];
+    const queue = new AdmissionQueue<string, string>({
+      maxQueue: 10,
+      now: () => now,
+      onAdmit: (seconds, priority) => waits.push([seconds, priority]),
+    });
+    void queue.submit("b", undefined, "batch");
+    now = 2;
+    void queue.submit("i");
+    now = 5;
+    queue.take(8);
+    expect(waits).toEqual([
+      [0.003, "interactive"],
+      [0.005, "batch"],
+    ]);
+  });
 });

@@ -119,4 +119,44 @@ describe("BatchExecutor, fed by the admission queue", () => {
     const outcomes = await Promise.allSettled([1, 2].map((i) => queue.submit(i)));
     expect(outcomes.map((o) => o.status)).toEqual(["rejected", "rejected"]);
   });
+
+  it("while interactive traffic is about, lets a batch request ride in the next interactive step rather than run alone", async () => {
+    const r = recorder(2);
+    const queue = executor(
+      { maxBatchSize: 8, maxWaitMs: 0, concurrency: 1, batchHoldMs: 200 },
+      r.run,
+    );
+    await queue.submit(1);
+    const started = performance.now();
+    const batchAnswer = queue.submit(100, undefined, "batch");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // Held: nothing ran for it yet.
+    expect(r.batches).toEqual([[1]]);
+    await queue.submit(2);
+    expect(await batchAnswer).toBe(1000);
+    expect(r.batches).toEqual([[1], [2, 100]]);
+    expect(performance.now() - started).toBeLessThan(200);
+  });
+
+  it("runs a held batch request alone once its hold is over", async () => {
+    const r = recorder();
+    const queue = executor(
+      { maxBatchSize: 8, maxWaitMs: 0, concurrency: 1, batchHoldMs: 30 },
+      r.run,
+    );
+    await queue.submit(1);
+    const started = performance.now();
+    expect(await queue.submit(100, undefined, "batch")).toBe(1000);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(25);
+    expect(r.batches).toEqual([[1], [100]]);
+  });
+
+  it("never holds batch work when no interactive traffic is about", async () => {
+    const r = recorder();
+    const queue = executor(
+      { maxBatchSize: 8, maxWaitMs: 0, concurrency: 1, batchHoldMs: 60_000 },
+      r.run,
+    );
+    expect(await queue.submit(100, undefined, "batch")).toBe(1000);
+  });
 });

@@ -26,6 +26,12 @@ import { writeGatewayFiles } from "../gateway/gateway-files.js";
 import { startGateway } from "../gateway/processes.js";
 import { startRuntimeProcess } from "../runtime/runtime-process.js";
 import { INGEST_PLANS, runIngestBench } from "./ingest.js";
+import {
+  describeSteps,
+  readRuntimeSteps,
+  stepsBetween,
+  type RuntimeSteps,
+} from "./runtime-steps.js";
 import { runClosedLoop, type LoadRequest } from "../support/closed-loop.js";
 import { startRun } from "../support/run-clock.js";
 import { fmt, fmtRatio, median, quantile } from "../runtime/stats.js";
@@ -86,20 +92,40 @@ const setup = await writeGatewayFiles({
   providerUrl: null,
   logLevel: "warn",
 });
-const gateway = await startGateway(
-  {
-    ...setup,
-    flags: {
-      ...setup.flags,
-      databaseUrl,
-      batchWorkers: String(plan.workers),
-      batchPollMs: "50",
+// `--ab=<flag>=A,B` (a gateway flag, camelCase: `--ab=batchPacedSpacingMs=5,20`):
+// section 2 runs each round's beside window once with the gateway at each
+// value, beside the one alone window, the sides' order rotated round by
+// round. The gateway is restarted before every side, the alone one too, and
+// warmed up alike (`warmUp`): a window on a gateway started just before ran
+// its first second at several times the p99 of one on a warm gateway.
+const abOption = option("ab");
+const abFlag = abOption?.slice(0, abOption.indexOf("=")) ?? "";
+const abValues = abOption?.slice(abOption.indexOf("=") + 1).split(",") ?? [];
+const startBenchGateway = (abValue?: string) =>
+  startGateway(
+    {
+      ...setup,
+      flags: {
+        ...setup.flags,
+        databaseUrl,
+        batchWorkers: String(plan.workers),
+        batchPollMs: "50",
+        ...(abValue === undefined ? {} : { [abFlag]: abValue }),
+      },
     },
-  },
-  null,
-);
+    null,
+  );
+let gatewayVariant = abValues[0];
+let gateway = await startBenchGateway(gatewayVariant);
 log(`runtime ${runtime.pid}, gateway ${gateway.pid}: ready`);
-const client = openaiClient(gateway.url, setup.apiKey);
+async function gatewayWith(abValue: string): Promise<void> {
+  await gateway.stop();
+  gateway = await startBenchGateway(abValue);
+  gatewayVariant = abValue;
+  client = openaiClient(gateway.url, setup.apiKey);
+  await warmUp();
+}
+let client = openaiClient(gateway.url, setup.apiKey);
 const requests: LoadRequest[] = Array.from({ length: 64 }, (_, n) => ({
   path: "/v1/responses",
   headers: { "content-type": "application/json", "x-api-key": setup.apiKey },
@@ -194,13 +220,25 @@ const batchMedian = batchRounds.length > 0 ? median(batchRounds) : best.rps;
 const rate = Math.max(1, Math.floor(syncMedian / 3));
 /**
  * Sends at the fixed rate for a lead-in, then for `seconds` measured: the
- * lead-in's latencies are not kept (both sides alike). It is the pool's
- * connections being opened and the previous step's garbage (the bench
- * process built a batch file just before) being collected in the load
- * generator: a user's steady traffic has neither.
+ * lead-in's latencies are not kept (both sides alike). It is the previous
+ * step's garbage (the bench process built a batch file just before) being
+ * collected in the load generator, and connections being opened: a user's
+ * steady traffic has neither. The pool is kept from window to window (one
+ * per gateway process): opened anew for each window, its connections were
+ * opened in the window's first second, where the slow requests of many
+ * windows were, alone and beside alike.
  */
+const interactive: { url: string; pool: Pool | null } = { url: "", pool: null };
+async function poolFor(url: string): Promise<Pool> {
+  if (!interactive.pool || interactive.url !== url) {
+    await interactive.pool?.close();
+    interactive.url = url;
+    interactive.pool = new Pool(url, { connections: 64 });
+  }
+  return interactive.pool;
+}
 async function fixedRate(seconds: number, latencies: number[], sent?: Sent[]): Promise<number> {
-  const pool = new Pool(gateway.url, { connections: 64 });
+  const pool = await poolFor(gateway.url);
   let failed = 0;
   const sends: Promise<void>[] = [];
   const started = performance.now();
@@ -232,9 +270,13 @@ async function fixedRate(seconds: number, latencies: number[], sent?: Sent[]): P
     );
   }
   await Promise.all(sends);
-  await pool.close();
   return failed;
 }
+/** Traffic at the fixed rate for a few seconds, not measured: a fresh gateway's JIT and pools. */
+async function warmUp(): Promise<void> {
+  if ((await fixedRate(WARM_UP_SECONDS, [])) > 0) broken = true;
+}
+const WARM_UP_SECONDS = 2;
 // A batch file holds 50,000 lines at most: a batch that fast still outlasts
 // the window beside interactive traffic, which takes its share of the runtime.
 const backgroundLines = Math.min(50_000, Math.ceil(batchMedian * plan.rateSeconds * 1.5) + 1000);
@@ -249,12 +291,34 @@ const windowCpu: Record<"alone" | "beside", CpuShare[]> = { alone: [], beside: [
 const windowCpuText = (side: "alone" | "beside") =>
   [0, 1, 2].map((i) => fmt(median(windowCpu[side].map((share) => share[i]!)))).join(" / ");
 
+/** Per side ("alone", "beside", "beside at <flag>=<value>"), the runtime's queue and steps in each window. */
+const windowSteps = new Map<string, RuntimeSteps[]>();
+
+/** The last window's cores busy per process and its length, lead-in included. */
+let lastWindow = { cores: [0, 0, 0] as CpuShare, seconds: 0 };
+/**
+ * Per beside side, each window's cores busy and the batch lines it did per
+ * second (counted from the window's start, lead-in included, as its CPU is):
+ * what a paced line costs beside interactive traffic, over the alone windows.
+ */
+const besideCost = new Map<string, Array<{ cores: CpuShare; linesPerSecond: number }>>();
+const costText = (side: string) => {
+  const windows = besideCost.get(side) ?? [];
+  return [0, 1, 2]
+    .map((i) => {
+      const alone = median(windowCpu.alone.map((share) => share[i]!));
+      return fmt(median(windows.map((w) => ((w.cores[i]! - alone) * 1000) / w.linesPerSecond)));
+    })
+    .join(" / ");
+};
+
 /** One fixed-rate window; its latencies go to `into` and are returned. */
 async function rateWindow(label: string, into: number[]): Promise<number[]> {
   const latencies: number[] = [];
   const sent: Sent[] = [];
   const cpuNow = () => Promise.all([gateway.cpuSeconds(), runtime.cpuSeconds(), pg.cpuSeconds()]);
   const cpuBefore = await cpuNow();
+  const stepsBefore = await readRuntimeSteps(runtime.url);
   const started = performance.now();
   const timeline = withTimeline
     ? await startTimeline(databaseUrl, () =>
@@ -264,9 +328,16 @@ async function rateWindow(label: string, into: number[]): Promise<number[]> {
   if ((await fixedRate(plan.rateSeconds, latencies, sent)) > 0) broken = true;
   const cpuAfter = await cpuNow();
   const seconds = (performance.now() - started) / 1000;
-  (label.startsWith("beside") ? windowCpu.beside : windowCpu.alone).push(
-    cpuAfter.map((end, i) => (end - cpuBefore[i]!) / seconds) as CpuShare,
-  );
+  const side = label.replace(/ \d+/, "");
+  windowSteps.set(side, [
+    ...(windowSteps.get(side) ?? []),
+    stepsBetween(stepsBefore, await readRuntimeSteps(runtime.url)),
+  ]);
+  lastWindow = {
+    cores: cpuAfter.map((end, i) => (end - cpuBefore[i]!) / seconds) as CpuShare,
+    seconds,
+  };
+  (label.startsWith("beside") ? windowCpu.beside : windowCpu.alone).push(lastWindow.cores);
   if (timeline) timelines.push({ label, slices: await timeline.stop(), sent });
   into.push(...latencies);
   return latencies;
@@ -286,7 +357,7 @@ async function settle(): Promise<void> {
     log("settle: autovacuum still running after 15 s");
 }
 
-async function besideBatch(round: number): Promise<{ p99: number; lines: number }> {
+async function besideBatch(round: number, into: number[]): Promise<{ p99: number; lines: number }> {
   await settle();
   const file = await uploadLines(client, backgroundLines);
   const background = await client.batches.create({
@@ -295,8 +366,17 @@ async function besideBatch(round: number): Promise<{ p99: number; lines: number 
     completion_window: "24h",
   });
   await waitFor(client, background.id, (b) => b.status === "in_progress" || finished(b));
-  const latencies = await rateWindow(`beside ${round + 1}`, besideLatencies);
+  const side = `beside${gatewayVariant ? ` at ${abFlag}=${gatewayVariant}` : ""}`;
+  const before = await client.batches.retrieve(background.id);
+  const latencies = await rateWindow(side.replace("beside", `beside ${round + 1}`), into);
   const after = await client.batches.retrieve(background.id);
+  const linesPerSecond =
+    ((after.request_counts?.completed ?? 0) - (before.request_counts?.completed ?? 0)) /
+    lastWindow.seconds;
+  besideCost.set(side, [
+    ...(besideCost.get(side) ?? []),
+    { cores: lastWindow.cores, linesPerSecond },
+  ]);
   if (after.status !== "in_progress") log(`the background batch ended early: ${after.status}`);
   const lines = after.request_counts?.completed ?? 0;
   log(`beside: the batch had ${lines} lines done at the window's end`);
@@ -304,7 +384,39 @@ async function besideBatch(round: number): Promise<{ p99: number; lines: number 
   await waitFor(client, background.id, finished);
   return { p99: quantile(latencies, 0.99), lines };
 }
-for (let round = 0; only.has("beside") && round < plan.rateRounds; round++) {
+/** With `--ab`: per variant, each round's beside p99 and lines done. */
+const abRounds = new Map<string, Array<{ alone: number; beside: number; lines: number }>>(
+  abValues.map((value) => [value, []]),
+);
+const abLatencies = new Map<string, number[]>(abValues.map((value) => [value, []]));
+for (let round = 0; only.has("beside") && abValues.length > 0 && round < plan.rateRounds; round++) {
+  let alone = Number.NaN;
+  const beside = new Map<string, { p99: number; lines: number }>();
+  const sides = [
+    async () => {
+      await gatewayWith(abValues[0]!);
+      await settle();
+      alone = quantile(await rateWindow(`alone ${round + 1}`, aloneLatencies), 0.99);
+    },
+    ...abValues.map((value) => async () => {
+      await gatewayWith(value);
+      beside.set(value, await besideBatch(round, abLatencies.get(value)!));
+    }),
+  ];
+  const turn = round % sides.length;
+  for (const side of [...sides.slice(turn), ...sides.slice(0, turn)]) await side();
+  const text = abValues.map((value) => {
+    const b = beside.get(value)!;
+    abRounds.get(value)!.push({ alone, beside: b.p99, lines: b.lines });
+    return `${abFlag}=${value}: ${fmt(b.p99)} ms (${fmtRatio(b.p99 / alone)}), ${b.lines} lines`;
+  });
+  log(`round ${round + 1}: p99 ${fmt(alone)} ms alone; beside at ${text.join("; ")}`);
+}
+for (
+  let round = 0;
+  only.has("beside") && abValues.length === 0 && round < plan.rateRounds;
+  round++
+) {
   let alone = Number.NaN;
   let beside = { p99: Number.NaN, lines: 0 };
   const sides = [
@@ -313,7 +425,7 @@ for (let round = 0; only.has("beside") && round < plan.rateRounds; round++) {
       alone = quantile(await rateWindow(`alone ${round + 1}`, aloneLatencies), 0.99);
     },
     async () => {
-      beside = await besideBatch(round);
+      beside = await besideBatch(round, besideLatencies);
     },
   ];
   if (round % 2 === 1) sides.reverse();
@@ -335,6 +447,7 @@ if (only.has("beside")) {
   }
 }
 
+await interactive.pool?.close();
 await gateway.stop();
 await runtime.stop();
 await pg.stop();
@@ -376,7 +489,24 @@ const table = [
         `| CPU ms per request, gateway / runtime / PostgreSQL: batch | ${cpuText("batch")} | |`,
       ]
     : []),
-  ...(only.has("beside")
+  ...abValues.flatMap((value) => {
+    const rounds = abRounds.get(value)!;
+    const ratios = rounds.map((r) => r.beside / r.alone);
+    return [
+      `| ${abFlag}=${value}: p99 beside / alone, each round | ${ratios.map(fmtRatio).join(", ")} | |`,
+      `| ${abFlag}=${value}: p99 beside / alone, median of ${ratios.length} rounds | ${fmtRatio(median(ratios))} | <= 1.25x |`,
+      `| ${abFlag}=${value}: p99 beside / alone, all windows merged | ${fmtRatio(quantile(abLatencies.get(value)!, 0.99) / aloneP99)} | |`,
+      `| ${abFlag}=${value}: batch lines done in each window beside | ${rounds.map((r) => r.lines).join(", ")} | |`,
+    ];
+  }),
+  ...(only.has("beside") && abValues.length > 0
+    ? [
+        `| interactive p99 at ${rate} req/s, alone (merged) | ${fmt(aloneP99)} ms | |`,
+        `| cores busy in a window, gateway / runtime / PostgreSQL: alone | ${windowCpuText("alone")} | |`,
+        `| cores busy in a window, gateway / runtime / PostgreSQL: beside (both) | ${windowCpuText("beside")} | |`,
+      ]
+    : []),
+  ...(only.has("beside") && abValues.length === 0
     ? [
         `| interactive p99 at ${rate} req/s | ${fmt(aloneP99)} ms alone, ${fmt(besideP99)} ms beside a batch | |`,
         `| p99 beside / alone, each round | ${roundRatios.map(fmtRatio).join(", ")} | |`,
@@ -387,6 +517,14 @@ const table = [
         `| batch lines done in each window beside | ${roundP99s.map((r) => r.lines).join(", ")} | |`,
       ]
     : []),
+  ...[...besideCost.keys()].map(
+    (side) =>
+      `| CPU ms per batch line ${side}, over the alone windows: gateway / runtime / PostgreSQL | ${costText(side)} | |`,
+  ),
+  ...[...windowSteps].map(
+    ([side, windows]) =>
+      `| runtime, ${side}: interactive admissions waiting over 1 / 5 / 10 ms; step size | ${describeSteps(windows)} | |`,
+  ),
   ...ingest.rows,
 ];
 log(`done in ${elapsedSeconds().toFixed(0)} s`);
