@@ -146,7 +146,7 @@ export class SharedBatchCache implements BatchCache {
     return { length: this.cache.capacity, tensors };
   }
 
-  /** The graph wrote the new positions into the buffers; the outputs are copies, unused. */
+  /** The graph wrote the new positions into the buffers; the outputs are copies, unused (the step releases them). */
   advance(): void {
     this.cache.advance();
   }

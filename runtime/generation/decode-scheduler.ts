@@ -15,6 +15,7 @@ import { prefill, PREFILL_CHUNK_TOKENS } from "./prefill.js";
 import type { DecoderIO } from "./decoder-io.js";
 import type { DecodeJob, Generated } from "./generate.js";
 import type { PrefixCache } from "./prefix-cache.js";
+import { releaseOutputs } from "./release-outputs.js";
 import { shouldStop } from "./stopping.js";
 
 /**
@@ -167,8 +168,9 @@ export class DecodeScheduler {
         past: this.cache.past(),
       });
       this.options.onStep?.(batch);
-      const results = this.cache.bindsPresents
-        ? await this.session.run(feeds, [this.io.logits], boundPresents(this.io, feeds))
+      const bound = this.cache.bindsPresents ? boundPresents(this.io, feeds) : null;
+      const results = bound
+        ? await this.session.run(feeds, [this.io.logits], bound)
         : await this.session.run(feeds);
       const outputs = readDecoderOutputs(this.io, results, batch);
       this.cache.advance(outputs.present);
@@ -178,6 +180,11 @@ export class DecodeScheduler {
         const token = row.admitted.job.sampler(outputs.lastLogits(b));
         if (this.accept(row, token)) finished.push(b);
       });
+      // Every row has sampled. With bound presents the graph wrote the new
+      // positions into the cache's own buffers, so no output is read again;
+      // otherwise the presents are the next past and only the logits go.
+      const logits = results[this.io.logits];
+      releaseOutputs(bound ? results : logits ? { logits } : {}, feeds);
       if (finished.length > 0) {
         const order = this.cache.remove(finished);
         this.rows = order.map((b) => rows[b]!);

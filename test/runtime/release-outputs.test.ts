@@ -1,0 +1,80 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SharedBatchCache } from "../../runtime/generation/batch-cache.js";
+import { boundPresents, decoderFeeds } from "../../runtime/generation/decoder-feeds.js";
+import type { DecoderIO } from "../../runtime/generation/decoder-io.js";
+import { prefill } from "../../runtime/generation/prefill.js";
+import { releaseOutputs } from "../../runtime/generation/release-outputs.js";
+import type { ModelSession, TensorData } from "../../runtime/engine/session.js";
+import { fixtureFolder, startRuntime, type RunningRuntime } from "./support/runtime-server.js";
+
+/**
+ * Releasing a decode step's outputs at once (runtime/generation/release-outputs.ts),
+ * so that their memory does not wait for V8's next mark-compact.
+ */
+const tensor = (data: Float32Array): TensorData => ({ type: "float32", data, dims: [data.length] });
+
+describe("releaseOutputs", () => {
+  it("frees the outputs' buffers and never the caller's own, a shared buffer once", () => {
+    const mine = new Float32Array(8).fill(1);
+    const fresh = new Float32Array(16).fill(2);
+    const sharedBuffer = new ArrayBuffer(64);
+    const left = new Float32Array(sharedBuffer, 0, 8);
+    const right = new Float32Array(sharedBuffer, 32, 8);
+    releaseOutputs(
+      { a: tensor(mine), b: tensor(fresh), c: tensor(left), d: tensor(right) },
+      { past: tensor(mine) },
+    );
+    expect(fresh.buffer.byteLength).toBe(0);
+    expect(fresh.length).toBe(0);
+    expect(sharedBuffer.byteLength).toBe(0);
+    expect(mine.length).toBe(8);
+    expect([...mine]).toEqual(Array(8).fill(1));
+  });
+});
+
+describe("a decode step with bound presents on tiny-genai (the shared-buffer layout)", () => {
+  let runtime: RunningRuntime;
+  let session: ModelSession;
+  let io: DecoderIO;
+
+  beforeAll(async () => {
+    runtime = await startRuntime({
+      path: await fixtureFolder("tiny-genai"),
+      modelId: "tiny-genai",
+    });
+    const lane = runtime.service.lane;
+    if (lane.task !== "text-generation") throw new Error("not a generator");
+    ({ session, io } = lane.generator);
+  });
+  afterAll(async () => runtime?.close());
+
+  it("gets its presents back as copies, which go, while the cache's buffers keep the new position", async () => {
+    expect(io.shareBuffer).toBe(true);
+    const prompt = [5, 9, 14, 22, 7, 11];
+    const { outputs } = await prefill(session, io, prompt, null, 4);
+    const cache = new SharedBatchCache(io, {
+      maxRows: 1,
+      maxSequenceTokens: 64,
+      maxTotalTokens: 64,
+    });
+    cache.add(prompt.length, outputs.present);
+    const feeds = decoderFeeds(io, {
+      rows: [{ tokens: [3], filled: prompt.length }],
+      past: cache.past(),
+    });
+    const bound = boundPresents(io, feeds);
+    const results = await session.run(feeds, [io.logits], bound);
+    const name = io.cache[0]!;
+    const past = feeds[name.pastName]!.data as Float32Array;
+    const copy = results[name.presentName]!.data as Float32Array;
+    // onnxruntime-node hands back a copy of the bound buffer: what the release is for.
+    expect(copy.buffer).not.toBe(past.buffer);
+    expect([...copy]).toEqual([...past]);
+    const before = [...past];
+    releaseOutputs(results, feeds);
+    expect(copy.length).toBe(0);
+    expect(results[io.logits]!.data.length).toBe(0);
+    expect([...past]).toEqual(before);
+    expect(before.some((v) => v !== 0)).toBe(true);
+  });
+});
