@@ -53,8 +53,13 @@ export async function startGatewayReplica(
   };
 }
 
+/** Anything serving the gateway's routes: a replica process, or a gateway in this process. */
+export interface GatewayAt {
+  url: string;
+}
+
 export function post(
-  replica: GatewayReplica,
+  replica: GatewayAt,
   path: string,
   body: string,
   headers: Record<string, string>,
@@ -70,7 +75,7 @@ export function post(
 export async function sendRequests(
   key: string,
   count: number,
-  pick: (i: number) => GatewayReplica,
+  pick: (i: number) => GatewayAt,
   concurrency = 6,
 ): Promise<number[]> {
   const statuses: number[] = [];

@@ -8,8 +8,9 @@ import { gatewayConfigSchema } from "../../../gateway/config.js";
 import { gatewayLoggerOptions } from "../../../gateway/logging.js";
 import { FileSource } from "../../../gateway/registry/file-source.js";
 import { startRedisServer, type RedisServer } from "../../support/redis-server.js";
-import { GEN } from "../conformance/support.js";
 import { startPlatform, type Platform } from "../support/platform.js";
+import { GEN } from "../conformance/support.js";
+import { countOf as count, post, sendRequests as send } from "./gateway-processes.js";
 
 /**
  * Two gateway replicas in one process, sharing one real redis-server (and
@@ -83,39 +84,6 @@ afterAll(async () => {
   await p?.close();
   await redis?.close();
 });
-
-function post(replica: Replica, path: string, body: string, headers: Record<string, string>) {
-  return fetch(`${replica.url}${path}`, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...headers },
-    body,
-  });
-}
-
-/** Statuses of `count` requests with the key, `concurrency` at a time, replica chosen by `pick`. */
-async function send(
-  key: string,
-  count: number,
-  pick: (i: number) => Replica,
-  concurrency = 8,
-): Promise<number[]> {
-  const statuses: number[] = [];
-  let next = 0;
-  const worker = async () => {
-    while (next < count) {
-      const i = next++;
-      const answer = await post(pick(i), "/v1/responses", JSON.stringify(GEN), {
-        "x-api-key": key,
-      });
-      await answer.arrayBuffer();
-      statuses.push(answer.status);
-    }
-  };
-  await Promise.all(Array.from({ length: concurrency }, worker));
-  return statuses;
-}
-
-const count = (statuses: number[], status: number) => statuses.filter((s) => s === status).length;
 
 async function metric(replica: Replica, name: string): Promise<number> {
   const found = await replica.components.deps.metrics.registry.getSingleMetric(name)?.get();
