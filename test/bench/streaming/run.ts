@@ -20,10 +20,14 @@ import { SHARED_ONNX_FILE, sharedModel } from "../../support/shared-models.js";
 import { gatewayStreamingSection } from "./through-gateway.js";
 
 const quick = process.argv.includes("--quick");
-const ROUNDS = quick ? 3 : 10;
-// Pairs of (a): each ratio is noisy on a shared machine, so even --quick takes a median of six.
-// An even number, so that each side goes first equally often.
-const PAIRS = quick ? 6 : 10;
+// Rounds of (b), each a few tens of milliseconds: cheap enough that even
+// --quick takes thirty one-client rounds and ten sixteen-client ones.
+const ROUNDS = quick ? 5 : 10;
+// Pairs of (a): each ratio is noisy on a shared machine (six quick pairs
+// moved the median by several per cent between quiet runs), so even --quick
+// takes a median of ten. An even number, so that each side goes first
+// equally often.
+const PAIRS = quick ? 10 : 20;
 
 interface Timed {
   firstMs: number;
