@@ -24,6 +24,8 @@ export interface Slice {
   lagMs: number[];
   /** The store's checkpoints so far (timed and requested). */
   checkpoints: number;
+  /** The longest-running active client statement, its first words and milliseconds so far. */
+  statement: string;
 }
 
 /** A process's pauses: GC time so far, and its event loop's longest delay since the last read. */
@@ -80,13 +82,23 @@ export async function startTimeline(
     const [cpuNow, servers, row] = await Promise.all([
       cpu(),
       pauses(),
-      client.query<{ av: number; active: number; done: number; checkpoints: number }>(
+      client.query<{
+        av: number;
+        active: number;
+        done: number;
+        checkpoints: number;
+        statement: string | null;
+      }>(
         `SELECT
            (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker')::int AS av,
            (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'
               AND state = 'active' AND pid <> pg_backend_pid())::int AS active,
            (SELECT coalesce(sum(completed + failed), 0) FROM batch_counts)::int AS done,
-           (SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter)::int AS checkpoints`,
+           (SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter)::int AS checkpoints,
+           (SELECT round(extract(epoch FROM clock_timestamp() - query_start) * 1000) || ' ms: ' ||
+                   left(regexp_replace(query, '[[:space:]]+', ' ', 'g'), 70)
+              FROM pg_stat_activity WHERE backend_type = 'client backend' AND state = 'active'
+                AND pid <> pg_backend_pid() ORDER BY query_start LIMIT 1) AS statement`,
       ),
     ]);
     const r = row.rows[0]!;
@@ -100,6 +112,7 @@ export async function startTimeline(
       gcMs: all.map((p) => p.gcMs),
       lagMs: all.map((p) => p.lagMaxMs),
       checkpoints: r.checkpoints,
+      statement: r.statement ?? "",
     };
   };
   const loop = (async () => {
@@ -162,6 +175,7 @@ interface SliceFigures {
   gcMs: number[];
   lagMs: number[];
   checkpoint: boolean;
+  statement: string;
 }
 
 function figuresOf(slices: Slice[], sent: Sent[]): SliceFigures[] {
@@ -181,6 +195,7 @@ function figuresOf(slices: Slice[], sent: Sent[]): SliceFigures[] {
       gcMs: to.gcMs.map((end, k) => end - from.gcMs[k]!),
       lagMs: to.lagMs,
       checkpoint: to.checkpoints > from.checkpoints,
+      statement: to.statement,
     });
   }
   return out;
@@ -210,7 +225,7 @@ export function describeTimeline(
     if (f.autovacuum) slowWhere.autovacuum += slow;
     if (f.from - origin < 1000) slowWhere.firstSecond += slow;
     lines.push(
-      `  ${((f.from - origin) / 1000).toFixed(2)}s n=${f.latencies.length} p99=${fmt(quantile(f.latencies, 0.99))} max=${fmt(Math.max(0, ...f.latencies))} slow=${slow} cpu=${f.cpu.map(fmt).join("/")} gc=${f.gcMs.map(fmt).join("/")} lag=${f.lagMs.map(fmt).join("/")} av=${f.autovacuum ? 1 : 0}${f.checkpoint ? " checkpoint" : ""} active=${f.active} lines=${f.lines}`,
+      `  ${((f.from - origin) / 1000).toFixed(2)}s n=${f.latencies.length} p99=${fmt(quantile(f.latencies, 0.99))} max=${fmt(Math.max(0, ...f.latencies))} slow=${slow} cpu=${f.cpu.map(fmt).join("/")} gc=${f.gcMs.map(fmt).join("/")} lag=${f.lagMs.map(fmt).join("/")} av=${f.autovacuum ? 1 : 0}${f.checkpoint ? " checkpoint" : ""} active=${f.active} lines=${f.lines}${f.statement ? ` [${f.statement}]` : ""}`,
     );
   }
   lines.push(
