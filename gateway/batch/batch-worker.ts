@@ -237,7 +237,13 @@ export class BatchWorker {
     // ANALYZE). Autovacuum analyzes only after a tenth of the table has
     // changed: in a large table, never for one batch. Sampled, so its cost
     // does not grow with the table.
-    if (validated === "in_progress") await sql`ANALYZE batch_lines`.execute(db);
+    // The batch is validated either way: statistics that failed to refresh
+    // cost leases time, not correctness.
+    if (validated === "in_progress") {
+      await sql`ANALYZE batch_lines`.execute(db).catch((error: unknown) => {
+        this.options.logger.warn({ err: errorText(error) }, "ANALYZE batch_lines failed");
+      });
+    }
     return validated !== null;
   }
 
