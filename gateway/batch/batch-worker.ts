@@ -236,9 +236,8 @@ export class BatchWorker {
     // PostgreSQL, 1 s a lease of 64 over 50,000 lines, against 0.6 ms after
     // ANALYZE). Autovacuum analyzes only after a tenth of the table has
     // changed: in a large table, never for one batch. Sampled, so its cost
-    // does not grow with the table.
-    // The batch is validated either way: statistics that failed to refresh
-    // cost leases time, not correctness.
+    // does not grow with the table. One that fails is only logged: the batch
+    // is validated either way, and stale statistics cost time, not results.
     if (validated === "in_progress") {
       await sql`ANALYZE batch_lines`.execute(db).catch((error: unknown) => {
         this.options.logger.warn({ err: errorText(error) }, "ANALYZE batch_lines failed");

@@ -343,9 +343,10 @@ const costText = (side: string) => {
  * A full collection of this process's heap, before every window (alone and
  * beside alike): the load generator then starts each window with the same
  * heap. The timeline showed its GC time at 29 ms a second in beside windows
- * against 8.5 alone, and 99% of the slow requests beside sent in a slice
- * with over 5 ms of it: the garbage of what the bench itself did before a
- * beside window, which a user's traffic does not carry.
+ * against 8.5 alone (a quick round; 26.3 against 21.9 at full size), and
+ * most of the slow requests sent in slices with over 5 ms of it: partly the
+ * garbage of what the bench itself did before a beside window (building and
+ * uploading the batch file), which a user's traffic does not carry.
  */
 setFlagsFromString("--expose-gc");
 const collectGarbage = runInNewContext("gc") as () => void;
