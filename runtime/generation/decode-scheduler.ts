@@ -70,6 +70,11 @@ export interface SchedulerOptions {
   prefillChunkTokens?: number | undefined;
   /** Called once per batch sequence that gives its place up to an interactive one, for metrics. */
   onPreempt?: (() => void) | undefined;
+  /**
+   * Whether batch sequences make way for interactive ones (default true);
+   * false only to measure what preemption buys (test/bench/batch).
+   */
+  preemptBatch?: boolean | undefined;
 }
 
 interface Row {
@@ -161,7 +166,7 @@ export class DecodeScheduler {
     for (;;) {
       const lane = this.queue.peekPriority();
       if (lane === "interactive") {
-        const victims = preemptionVictims(this.rows, reservationOf(this.queue.peek()!), this.room);
+        const victims = this.victimsFor(reservationOf(this.queue.peek()!));
         if (victims === null) return;
         if (victims.length > 0) this.preempt(victims);
       } else if (this.parked.length > 0) {
@@ -178,6 +183,14 @@ export class DecodeScheduler {
       if (!next) return;
       await this.admit(next);
     }
+  }
+
+  /** Rows to preempt for an interactive newcomer: none when it fits, null when it must wait. */
+  private victimsFor(reserved: number): number[] | null {
+    if (this.options.preemptBatch !== false) {
+      return preemptionVictims(this.rows, reserved, this.room);
+    }
+    return hasRoom(this.rows, reserved, this.room) ? [] : null;
   }
 
   private get room(): Room {
