@@ -16,6 +16,7 @@
 // End-of-sequence ids are ignored so that every sequence runs to its limit.
 import { AdmissionQueue } from "../../../runtime/engine/admission-queue.js";
 import { DecodeScheduler } from "../../../runtime/generation/decode-scheduler.js";
+import type { DecoderSession } from "../../../runtime/generation/decoder-feeds.js";
 import type { DecodeJob, Generated } from "../../../runtime/generation/generate.js";
 import { chooseSampler } from "../../../runtime/generation/sampler.js";
 import type { TextGenerator } from "../../../runtime/generation/text-generator.js";
@@ -28,7 +29,7 @@ import { fmt, fmtRatio, median, quantile } from "../runtime/stats.js";
 const quick = process.argv.includes("--quick");
 const plan = quick
   ? { rounds: 4, interactive: 12, places: 2, batchTokens: 96, interactiveTokens: 16 }
-  : { rounds: 8, interactive: 24, places: 4, batchTokens: 160, interactiveTokens: 16 };
+  : { rounds: 6, interactive: 16, places: 4, batchTokens: 160, interactiveTokens: 16 };
 
 interface Round {
   preempt: boolean;
@@ -39,6 +40,12 @@ interface Round {
   /** Process CPU (user + system) per output token, batch and interactive. */
   cpuMsPerToken: number;
   preemptions: number;
+  /** Mean sequences per decode step. */
+  rowsPerStep: number;
+  /** Mean session.run milliseconds per run (decode steps and prefills). */
+  runMs: number;
+  /** Mean cache positions fed per run: rows times the (padded) past length. */
+  pastPositions: number;
 }
 
 function prompt(generator: TextGenerator, input: string, maxTokens: number): number[] {
@@ -50,11 +57,34 @@ function prompt(generator: TextGenerator, input: string, maxTokens: number): num
 async function runRound(generator: TextGenerator, preempt: boolean, seed: number): Promise<Round> {
   const queue = new AdmissionQueue<DecodeJob, Generated>({ maxQueue: 64 });
   let preemptions = 0;
-  new DecodeScheduler(queue, generator.session, generator.io, {
+  let steps = 0;
+  let stepRows = 0;
+  let runs = 0;
+  let runMs = 0;
+  let pastPositions = 0;
+  const pastName = generator.io.cache[0]!.pastName;
+  const session: DecoderSession = {
+    run: async (feeds, ...rest) => {
+      const started = performance.now();
+      const dims = feeds[pastName]?.dims ?? [0, 0, 0];
+      try {
+        return await generator.session.run(feeds, ...rest);
+      } finally {
+        runs++;
+        runMs += performance.now() - started;
+        pastPositions += dims[0]! * dims[2]!;
+      }
+    },
+  };
+  new DecodeScheduler(queue, session, generator.io, {
     maxBatch: plan.places,
     eosIds: new Set(),
     preemptBatch: preempt,
     onPreempt: () => preemptions++,
+    onStep: (size) => {
+      steps++;
+      stepRows += size;
+    },
   });
   const random = mulberry32(seed);
   const greedy = chooseSampler({ temperature: 0 }, random);
@@ -73,9 +103,14 @@ async function runRound(generator: TextGenerator, preempt: boolean, seed: number
       : new Promise<void>((wake) => {
           waiter = { at, wake };
         });
+  // Lengths vary (half to one and a half times batchTokens, the same draws on
+  // both sides): sequences of one length started together would stay in
+  // lockstep without preemption, with no padding between them, which real
+  // batch lines do not.
+  const lengths = mulberry32(seed + 7);
   const batchJob = (): DecodeJob => ({
     promptIds: batchPrompt,
-    maxNewTokens: plan.batchTokens,
+    maxNewTokens: Math.round(plan.batchTokens * (0.5 + lengths())),
     sampler: greedy,
     onToken: () => {
       batchTokens++;
@@ -129,6 +164,9 @@ async function runRound(generator: TextGenerator, preempt: boolean, seed: number
     batchTokensPerSecond: tokensAtStop / seconds,
     cpuMsPerToken: (cpu.user + cpu.system) / 1000 / (batchTokens + interactiveTokens),
     preemptions,
+    rowsPerStep: stepRows / steps,
+    runMs: runMs / runs,
+    pastPositions: pastPositions / runs,
   };
 }
 
@@ -141,7 +179,7 @@ async function main(): Promise<void> {
   if (model.task !== "text-generation") throw new Error(`bench-gpt loaded as ${model.task}`);
   const generator = model.generator;
   console.log(
-    `bench-gpt, ${plan.places} decode places held by batch sequences of ${plan.batchTokens} tokens; ` +
+    `bench-gpt, ${plan.places} decode places held by batch sequences of ${plan.batchTokens / 2} to ${(plan.batchTokens * 3) / 2} tokens; ` +
       `${plan.interactive} interactive requests of ${plan.interactiveTokens} tokens per round, ${plan.rounds} rounds alternating`,
   );
   // One round of each to warm up the session and the allocator; not counted.
@@ -158,7 +196,7 @@ async function main(): Promise<void> {
       console.log(
         `round ${r + 1} ${preempt ? "preempt" : "no-preempt"}: TTFT median ${fmt(median(round.ttftMs))} ms, ` +
           `p90 ${fmt(quantile(round.ttftMs, 0.9))} ms; batch ${fmt(round.batchTokensPerSecond)} tokens/s; ` +
-          `${round.preemptions} preemptions`,
+          `${round.preemptions} preemptions; ${fmt(round.rowsPerStep)} rows per step; ${fmt(round.cpuMsPerToken)} ms CPU per token`,
       );
     }
   }
@@ -171,6 +209,9 @@ async function main(): Promise<void> {
       batch: median(mine.map((r) => r.batchTokensPerSecond)),
       cpu: median(mine.map((r) => r.cpuMsPerToken)),
       preemptions: median(mine.map((r) => r.preemptions)),
+      rows: median(mine.map((r) => r.rowsPerStep)),
+      runMs: median(mine.map((r) => r.runMs)),
+      past: median(mine.map((r) => r.pastPositions)),
     };
   };
   const on = side(true);
@@ -185,6 +226,9 @@ async function main(): Promise<void> {
   row("interactive request, whole (ms)", on.total, off.total);
   row("batch tokens per second", on.batch, off.batch);
   row("process CPU per output token (ms)", on.cpu, off.cpu);
+  row("sequences per decode step", on.rows, off.rows);
+  row("session.run per run (ms)", on.runMs, off.runMs);
+  row("cache positions fed per run (rows x past length)", on.past, off.past);
   row("preemptions per round", on.preemptions, off.preemptions);
   await model.session.release();
 }
