@@ -54,23 +54,35 @@ class Harness {
   constructor(
     private readonly generator: TextGenerator,
     maxBatch: number,
+    maxCacheTokens?: number,
   ) {
     this.scheduler = new DecodeScheduler(this.queue, generator.session, generator.io, {
       maxBatch,
+      maxCacheTokens,
       eosIds: new Set(),
       onStep: (size) => this.events.push({ kind: "step", size }),
       onPreempt: () => this.events.push({ kind: "preempt" }),
     });
   }
 
-  submit(seq: Seq, signal?: AbortSignal): Promise<Generated> {
+  /** Cache positions the sequence reserves: its prompt plus its output limit. */
+  reservation(seq: Seq): number {
+    const prepared = this.prepare(seq);
+    return prepared.promptIds.length + prepared.maxNewTokens;
+  }
+
+  private prepare(seq: Seq) {
     const validation = validateRequest({
       model: "m",
       input: seq.input,
       max_output_tokens: seq.maxTokens,
     });
     if (!validation.ok) throw new Error(validation.problem.message);
-    const prepared = this.generator.prepare(validation.request);
+    return this.generator.prepare(validation.request);
+  }
+
+  submit(seq: Seq, signal?: AbortSignal): Promise<Generated> {
+    const prepared = this.prepare(seq);
     const settings = seq.sampling ?? { temperature: 0 };
     const job: DecodeJob = {
       promptIds: prepared.promptIds,
@@ -186,6 +198,28 @@ for (const fixture of ["tiny-gpt", "tiny-genai"] as const) {
       const other = new Harness(generator, 2);
       const reseeded = await other.submit(sampled(B, 99));
       expect(reseeded.ids).not.toEqual(gotB.ids);
+    });
+
+    it("preempts for the KV cache budget too, when places are free but the batch's reservations fill it", async () => {
+      const probe = new Harness(generator, 4);
+      // Room for the two batch sequences and not a third row as long (both
+      // cache layouts pad every row to the longest, the shared one in chunks of 32).
+      const longest = Math.max(probe.reservation(A), probe.reservation(B));
+      const budget = 2 * Math.ceil((longest + 1) / 32) * 32 + 16;
+      const alone = new Harness(generator, 4, budget);
+      const [aloneA, aloneB] = await Promise.all([alone.submit(A), alone.submit(B)]);
+      expect(alone.preemptions()).toBe(0);
+
+      const h = new Harness(generator, 4, budget);
+      const runA = h.submit(A);
+      const runB = h.submit(B);
+      await h.untilSteps(10);
+      const arrivedAt = h.events.length;
+      const [gotA, gotB] = await Promise.all([runA, runB, h.submit(I)]);
+      expect(h.preemptions()).toBe(1);
+      expect(h.steps(arrivedAt, h.indexOfToken("I", 0))).toBeLessThanOrEqual(1);
+      expect(gotA.ids).toEqual(aloneA.ids);
+      expect(gotB.ids).toEqual(aloneB.ids);
     });
 
     it("never preempts an interactive sequence: neither for a batch one nor for another interactive one", async () => {
