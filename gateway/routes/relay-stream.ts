@@ -1,5 +1,6 @@
 import { EventEmitter } from "node:events";
 import { Readable } from "node:stream";
+import { buffer } from "node:stream/consumers";
 import { StringDecoder } from "node:string_decoder";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { failedResponse, type ResponsesError } from "../../api/responses-response.js";
@@ -121,7 +122,7 @@ export async function relayStream(
         typeof type !== "string" ||
         !type.startsWith("text/event-stream")
       ) {
-        const body = Buffer.from(await answer.body.arrayBuffer());
+        const body = await buffer(answer.body);
         const relay = relayOf(answer.statusCode, answer.headers, model.id);
         if (relay.kind === "error") throw relay.error;
         // A 200 that is not a stream is a runtime that cannot stream: refuse, never bill blind.

@@ -1,9 +1,10 @@
-import { Agent, type Dispatcher } from "undici";
+import { Agent } from "undici";
 import type { EventEmitter } from "node:events";
-import type { IncomingHttpHeaders } from "node:http";
+import type { Agent as HttpAgent, IncomingHttpHeaders } from "node:http";
 import { GatewayErrors } from "../errors.js";
 import type { RoutableModel } from "../registry/registry.js";
 import { PREFERRED_LOAD_MARGIN, pickEndpoint, type Preference } from "./pick.js";
+import { sendStreamRequest, streamAgent, type StreamedAnswer } from "./stream-request.js";
 
 /**
  * Sends a request body to one of a model's runtimes over pooled keep-alive
@@ -42,6 +43,7 @@ const CONNECT_FAILURES = new Set([
   "ENOTFOUND",
   "EAI_AGAIN",
   "UND_ERR_CONNECT_TIMEOUT",
+  "UPSTREAM_CONNECT_TIMEOUT",
 ]);
 
 /** True when the error proves the request was not delivered. */
@@ -49,6 +51,8 @@ export function isConnectFailure(error: unknown): boolean {
   for (let e: unknown = error; e; e = (e as { cause?: unknown }).cause) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === "string" && CONNECT_FAILURES.has(code)) return true;
+    // A kept-alive socket the runtime had closed, found so on every attempt.
+    if ((e as { staleSocket?: unknown }).staleSocket === true) return true;
     if (e === (e as { cause?: unknown }).cause) break;
   }
   return false;
@@ -61,7 +65,12 @@ function isAbort(error: unknown): boolean {
 
 function isTimeout(error: unknown): boolean {
   const e = error as { name?: string; code?: string };
-  return e.code === "UND_ERR_HEADERS_TIMEOUT" || e.code === "UND_ERR_BODY_TIMEOUT";
+  return (
+    e.code === "UND_ERR_HEADERS_TIMEOUT" ||
+    e.code === "UND_ERR_BODY_TIMEOUT" ||
+    e.code === "UPSTREAM_HEADERS_TIMEOUT" ||
+    e.code === "UPSTREAM_BODY_TIMEOUT"
+  );
 }
 
 /** A failure once a runtime may have the request, as the caller sees it. */
@@ -85,16 +94,21 @@ export interface UpstreamOptions {
 
 export class Upstream {
   private readonly agent: Agent;
+  /** Streams' connections (stream-request.ts says why they are not undici's). */
+  private readonly streamAgent: HttpAgent;
+  private readonly connectTimeoutMs: number;
   private readonly inFlight = new Map<string, number>();
   private turn = 0;
   private readonly margin: number;
 
   constructor(options: UpstreamOptions = {}) {
+    this.connectTimeoutMs = options.connectTimeoutMs ?? 2_000;
     this.agent = new Agent({
       connections: options.connectionsPerEndpoint ?? 128,
       keepAliveTimeout: 30_000,
-      connect: { timeout: options.connectTimeoutMs ?? 2_000 },
+      connect: { timeout: this.connectTimeoutMs },
     });
+    this.streamAgent = streamAgent(options.connectionsPerEndpoint ?? 128);
     this.margin = options.preferredLoadMargin ?? PREFERRED_LOAD_MARGIN;
   }
 
@@ -104,7 +118,21 @@ export class Upstream {
   }
 
   async forward(req: ForwardRequest): Promise<UpstreamResponse> {
-    return this.dispatch(req, async (response, endpoint) => {
+    const send = (endpoint: string) =>
+      // Origin and path given apart: the module-level request() would parse
+      // a URL string on every call. undici's own timers cost far less per
+      // request than an AbortSignal.timeout combined with the caller's signal.
+      this.agent.request({
+        origin: endpoint,
+        path: "/v1/responses",
+        method: "POST",
+        headers: req.headers,
+        body: req.body,
+        signal: req.signal ?? null,
+        headersTimeout: req.model.timeoutMs,
+        bodyTimeout: req.model.timeoutMs,
+      });
+    return this.dispatch(req, send, async (response, endpoint) => {
       try {
         const body = Buffer.from(await response.body.arrayBuffer());
         return { status: response.statusCode, headers: response.headers, body, endpoint };
@@ -121,9 +149,26 @@ export class Upstream {
    */
   stream<T>(
     req: ForwardRequest,
-    use: (response: Dispatcher.ResponseData, endpoint: string) => Promise<T>,
+    use: (response: StreamedAnswer, endpoint: string) => Promise<T>,
   ): Promise<T> {
-    return this.dispatch(req, use);
+    const send = (endpoint: string) =>
+      sendStreamRequest(this.streamAgent, {
+        endpoint,
+        body: req.body,
+        headers: req.headers,
+        signal: req.signal,
+        timeoutMs: req.model.timeoutMs,
+        connectTimeoutMs: this.connectTimeoutMs,
+      });
+    // A body left unread would hold its socket: it is destroyed, never reused.
+    const relay = async (answer: StreamedAnswer, endpoint: string) => {
+      try {
+        return await use(answer, endpoint);
+      } finally {
+        if (!answer.body.readableEnded) answer.body.destroy();
+      }
+    };
+    return this.dispatch(req, send, relay);
   }
 
   /**
@@ -146,9 +191,10 @@ export class Upstream {
     }
   }
 
-  private async dispatch<T>(
+  private async dispatch<R, T>(
     req: ForwardRequest,
-    use: (response: Dispatcher.ResponseData, endpoint: string) => Promise<T>,
+    send: (endpoint: string) => Promise<R>,
+    use: (response: R, endpoint: string) => Promise<T>,
   ): Promise<T> {
     const { model } = req;
     if (model.endpoints.length === 0) throw GatewayErrors.modelUnavailable(model.id);
@@ -163,27 +209,12 @@ export class Upstream {
       this.inFlight.set(endpoint, (this.inFlight.get(endpoint) ?? 0) + 1);
       try {
         // The runtime sends its headers once inference is done (a stream's
-        // at its first token), so the
-        // model's timeout bounds the wait for them, and a stall in the body
-        // after. undici's own timers cost far less per request than an
-        // AbortSignal.timeout combined with the caller's signal.
-        // Origin and path given apart: the module-level request() would parse
-        // a URL string on every call.
-        const response = await this.agent
-          .request({
-            origin: endpoint,
-            path: "/v1/responses",
-            method: "POST",
-            headers: req.headers,
-            body: req.body,
-            signal: req.signal ?? null,
-            headersTimeout: model.timeoutMs,
-            bodyTimeout: model.timeoutMs,
-          })
-          .catch((error: unknown) => {
-            if (isConnectFailure(error) && !isAbort(error) && !isTimeout(error)) return null;
-            throw phrased(error, model);
-          });
+        // at its first token), so the model's timeout bounds the wait for
+        // them, and a stall in the body after.
+        const response = await send(endpoint).catch((error: unknown) => {
+          if (isConnectFailure(error) && !isAbort(error) && !isTimeout(error)) return null;
+          throw phrased(error, model);
+        });
         // Never delivered: another endpoint may take it.
         if (response === null) continue;
         return await use(response, endpoint);
@@ -196,6 +227,7 @@ export class Upstream {
   }
 
   async close(): Promise<void> {
+    this.streamAgent.destroy();
     await this.agent.close();
   }
 }

@@ -21,7 +21,7 @@ import { gatewayStreamingSection } from "./through-gateway.js";
 
 const quick = process.argv.includes("--quick");
 // Rounds of (b), each a few tens of milliseconds: cheap enough that even
-// --quick takes thirty one-client rounds and ten sixteen-client ones.
+// --quick takes thirty one-client rounds and ten of each sixteen-client point.
 const ROUNDS = quick ? 5 : 10;
 // Pairs of (a): each ratio is noisy on a shared machine (six quick pairs
 // moved the median by several per cent between quiet runs), so even --quick
@@ -166,7 +166,7 @@ const only = process.argv.includes("--only")
   : null;
 if (only !== "gateway") await runtimeSection();
 if (only !== "runtime") {
-  rows.push(...(await gatewayStreamingSection({ rounds: ROUNDS, clients: [1, 16] })));
+  rows.push(...(await gatewayStreamingSection({ rounds: ROUNDS })));
 }
 await agent.close();
 const widths = [0, 1, 2].map((c) => Math.max(...rows.map((r) => r[c]!.length)));

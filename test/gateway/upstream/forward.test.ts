@@ -4,7 +4,12 @@ import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { isCodedError } from "../../../lib/coded-error.js";
 import { FREE, type RoutableModel } from "../../../gateway/registry/registry.js";
-import { Upstream } from "../../../gateway/upstream/forward.js";
+import { buffer } from "node:stream/consumers";
+import {
+  Upstream,
+  type ForwardRequest,
+  type UpstreamResponse,
+} from "../../../gateway/upstream/forward.js";
 
 /** Real loopback servers standing in for runtimes, each with its own behaviour. */
 const servers: Server[] = [];
@@ -72,15 +77,30 @@ afterEach(async () => {
   }
 });
 
-describe("Upstream.forward", () => {
+/**
+ * Both ways to a runtime keep the same rules: whole answers (undici) and
+ * streams (node:http, stream-request.ts), the latter read whole here.
+ */
+const exchanges = {
+  forward: (u: Upstream, req: ForwardRequest) => u.forward(req),
+  stream: (u: Upstream, req: ForwardRequest): Promise<UpstreamResponse> =>
+    u.stream(req, async (answer, endpoint) => ({
+      status: answer.statusCode,
+      headers: answer.headers,
+      body: await buffer(answer.body),
+      endpoint,
+    })),
+};
+
+describe.each(["forward", "stream"] as const)("Upstream.%s", (way) => {
+  const send = (req: ForwardRequest) => exchanges[way](upstream, req);
+
   it("sends to the endpoint with the fewest requests in flight", async () => {
     upstream = new Upstream();
     const a = await runtime(() => [200, "{}"]);
     const b = await runtime(() => [200, "{}"]);
     await Promise.all(
-      Array.from({ length: 10 }, () =>
-        upstream.forward({ model: model([a.url, b.url]), body, headers }),
-      ),
+      Array.from({ length: 10 }, () => send({ model: model([a.url, b.url]), body, headers })),
     );
     expect(a.hits()).toBe(5);
     expect(b.hits()).toBe(5);
@@ -90,13 +110,13 @@ describe("Upstream.forward", () => {
     upstream = new Upstream({ preferredLoadMargin: 2 });
     const a = await runtime(() => [200, "{}"]);
     const b = await runtime(() => [200, "{}"]);
-    const send = () =>
-      upstream.forward({ model: model([a.url, b.url]), body, headers, preferredEndpoint: b.url });
+    const continuation = () =>
+      send({ model: model([a.url, b.url]), body, headers, preferredEndpoint: b.url });
     // One at a time: b is never busier than a, so it takes every one.
-    for (let i = 0; i < 4; i++) expect((await send()).endpoint).toBe(b.url);
+    for (let i = 0; i < 4; i++) expect((await continuation()).endpoint).toBe(b.url);
     expect(a.hits()).toBe(0);
     // Ten at once: b takes them while within two of a's load, a takes the rest.
-    const answers = await Promise.all(Array.from({ length: 10 }, send));
+    const answers = await Promise.all(Array.from({ length: 10 }, continuation));
     const onB = answers.filter((r) => r.endpoint === b.url).length;
     expect(onB).toBe(6);
     expect(a.hits()).toBe(4);
@@ -105,7 +125,7 @@ describe("Upstream.forward", () => {
   it("sends a preferred request elsewhere when its preferred endpoint is not among the ready ones", async () => {
     upstream = new Upstream();
     const a = await runtime(() => [200, "{}"]);
-    const answer = await upstream.forward({
+    const answer = await send({
       model: model([a.url]),
       body,
       headers,
@@ -117,7 +137,7 @@ describe("Upstream.forward", () => {
   it("retries another endpoint when the connection is refused: the request never reached a runtime", async () => {
     upstream = new Upstream();
     const good = await runtime((_req, received) => [200, received]);
-    const answer = await upstream.forward({
+    const answer = await send({
       model: model([await refusedUrl(), good.url]),
       body,
       headers,
@@ -131,9 +151,9 @@ describe("Upstream.forward", () => {
     upstream = new Upstream();
     const dropping = await runtime(() => null);
     const good = await runtime(() => [200, "{}"]);
-    const failed = await upstream
-      .forward({ model: model([dropping.url, good.url]), body, headers })
-      .catch((e: unknown) => e);
+    const failed = await send({ model: model([dropping.url, good.url]), body, headers }).catch(
+      (e: unknown) => e,
+    );
     // Whichever endpoint was picked first: if it was the dropping one, no second try happened.
     if (isCodedError(failed)) {
       expect(failed).toMatchObject({ code: "upstream_error", statusCode: 502 });
@@ -147,7 +167,7 @@ describe("Upstream.forward", () => {
   it("passes a runtime's error answer through instead of retrying it", async () => {
     upstream = new Upstream();
     const busy = await runtime(() => [429, '{"error":{"code":"rate_limit_exceeded"}}']);
-    const answer = await upstream.forward({ model: model([busy.url]), body, headers });
+    const answer = await send({ model: model([busy.url]), body, headers });
     expect(answer.status).toBe(429);
     expect(busy.hits()).toBe(1);
   });
@@ -162,9 +182,10 @@ describe("Upstream.forward", () => {
     ["there is no ready endpoint", () => Promise.resolve([]), "model_unavailable", 503],
   ])("answers a coded error when %s", async (_name, endpoints, code, status) => {
     upstream = new Upstream();
-    await expect(
-      upstream.forward({ model: model(await endpoints()), body, headers }),
-    ).rejects.toMatchObject({ code, statusCode: status });
+    await expect(send({ model: model(await endpoints()), body, headers })).rejects.toMatchObject({
+      code,
+      statusCode: status,
+    });
   });
 
   it("times out with 408 at the model's timeout", async () => {
@@ -174,7 +195,7 @@ describe("Upstream.forward", () => {
     await new Promise<void>((resolve) => hung.listen(0, "127.0.0.1", resolve));
     const started = Date.now();
     await expect(
-      upstream.forward({
+      send({
         model: model([`http://127.0.0.1:${(hung.address() as AddressInfo).port}`], 300),
         body,
         headers,
@@ -197,9 +218,12 @@ describe("Upstream.forward", () => {
     const cancel = new EventEmitter();
     setTimeout(() => cancel.emit("abort"), 100);
     const started = Date.now();
-    const outcome = await upstream
-      .forward({ model: model([url, url], 10_000), body, headers, signal: cancel })
-      .catch((error: unknown) => error);
+    const outcome = await send({
+      model: model([url, url], 10_000),
+      body,
+      headers,
+      signal: cancel,
+    }).catch((error: unknown) => error);
     expect((outcome as Error).name).toBe("AbortError");
     expect(Date.now() - started).toBeLessThan(2_000);
     await vi.waitFor(() => expect(closed).toBe(1));
@@ -214,7 +238,7 @@ describe("Upstream.forward", () => {
       return [200, "{}"];
     });
     for (let i = 0; i < 20; i++) {
-      await upstream.forward({ model: model([server.url]), body, headers });
+      await send({ model: model([server.url]), body, headers });
     }
     // Twenty requests one after another share a connection or two, never one each.
     expect(sockets.size).toBeLessThanOrEqual(2);
