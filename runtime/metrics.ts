@@ -15,6 +15,7 @@ export interface RuntimeMetrics {
   prefixCacheBytes: Gauge;
   prefixCacheHits: Counter;
   prefixCachedTokens: Counter;
+  preemptions: Counter;
 }
 
 export function createRuntimeMetrics(labels: { model: string }): RuntimeMetrics {
@@ -89,6 +90,11 @@ export function createRuntimeMetrics(labels: { model: string }): RuntimeMetrics 
     prefixCachedTokens: new Counter({
       name: "modelgate_runtime_prefix_cached_tokens_total",
       help: "Prompt tokens read from the prefix cache instead of prefilled",
+      registers,
+    }),
+    preemptions: new Counter({
+      name: "modelgate_runtime_preemptions_total",
+      help: "Batch sequences that gave their decode place up to an interactive one, to resume later",
       registers,
     }),
   };

@@ -275,6 +275,7 @@ function generationLane(
         onStep: onBatch,
         prefixCache: prefixCache ?? undefined,
         prefillChunkTokens: chunk,
+        onPreempt: () => metrics.preemptions.inc(),
       })
     : new BatchExecutor<DecodeJob, Generated>(admission, {
         maxBatchSize: 1,

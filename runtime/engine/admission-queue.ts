@@ -64,6 +64,8 @@ export interface Queued<J> {
  * and stops its work at the next step when `signal` aborts.
  */
 export interface Admitted<J, R> extends Queued<J> {
+  /** The lane it came from: a decode scheduler preempts batch sequences, never interactive ones. */
+  readonly priority: Priority;
   resolve(result: R): void;
   reject(error: unknown): void;
 }
@@ -184,6 +186,12 @@ export class AdmissionQueue<J, R> {
     return (this.waiting[0] ?? this.batchWaiting[0])?.job;
   }
 
+  /** The lane of the request `peek` shows, if any waits. */
+  peekPriority(): Priority | undefined {
+    if (this.waiting.length > 0) return "interactive";
+    return this.batchWaiting.length > 0 ? "batch" : undefined;
+  }
+
   /**
    * Admits up to `max` waiting requests: interactive ones oldest first, then
    * batch ones, fewer of them while interactive traffic is about.
@@ -249,6 +257,7 @@ export class AdmissionQueue<J, R> {
     return {
       job: entry.job,
       signal: entry.signal,
+      priority: interactive ? "interactive" : "batch",
       resolve: (result) => settle(() => entry.resolve(result)),
       reject: (error) => settle(() => entry.reject(error)),
     };

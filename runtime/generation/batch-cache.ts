@@ -38,6 +38,11 @@ export interface BatchCache {
   advance(present: Readonly<Record<string, Float32Array>>): void;
   /** Drops the rows at `finished`; returns the new order (`order[new]` is the old index). */
   remove(finished: readonly number[]): number[];
+  /**
+   * Row `row`'s real positions, copied compact (by past name, each [1, heads,
+   * length, dim]): what `add` takes to bring the row back exactly as it was.
+   */
+  copyRow(row: number): Record<string, Float32Array>;
 }
 
 /** Positions a padded cache holds per row: the longest row's. */
@@ -94,6 +99,17 @@ export class PaddedBatchCache implements BatchCache {
     );
     this.filled = filled;
     return kept;
+  }
+
+  copyRow(row: number): Record<string, Float32Array> {
+    const filled = this.filled[row];
+    if (filled === undefined) throw new Error(`the cache has no row ${row}`);
+    const shape = { heads: this.io.kvHeads, headDim: this.io.headDim };
+    const tensors: Record<string, Float32Array> = {};
+    for (const { pastName } of this.io.cache) {
+      tensors[pastName] = alignRows([this.source(pastName, row, filled)], shape, filled);
+    }
+    return tensors;
   }
 
   private source(name: string, row: number, filled: number): RowSource {
@@ -153,6 +169,12 @@ export class SharedBatchCache implements BatchCache {
 
   remove(finished: readonly number[]): number[] {
     return this.cache.remove(finished);
+  }
+
+  copyRow(row: number): Record<string, Float32Array> {
+    const tensors: Record<string, Float32Array> = {};
+    for (const { pastName } of this.io.cache) tensors[pastName] = this.cache.copyRow(row, pastName);
+    return tensors;
   }
 }
 

@@ -14,9 +14,10 @@ import {
 import { prefill, PREFILL_CHUNK_TOKENS } from "./prefill.js";
 import type { DecoderIO } from "./decoder-io.js";
 import type { DecodeJob, Generated } from "./generate.js";
+import { hasRoom, preemptionVictims, type Room } from "./preemption.js";
 import type { PrefixCache } from "./prefix-cache.js";
 import { releaseOutputs } from "./release-outputs.js";
-import { shouldStop } from "./stopping.js";
+import { shouldStop, type StopReason } from "./stopping.js";
 
 /**
  * Continuous batching for decoders with a KV cache, fed by the admission
@@ -38,6 +39,20 @@ import { shouldStop } from "./stopping.js";
  * prefix-cache.ts). Positions fed by decode steps are never stored: a decode
  * step computes them with other shapes than a prefill would, so a prompt
  * reusing them would not be the computation it is without the cache.
+ *
+ * Interactive sequences never queue behind batch ones (issue 17): when the
+ * interactive request at the head of the queue has no room, the youngest
+ * batch sequences leave the batch at the step boundary (preemption.ts) and
+ * are parked with a compact copy of their keys and values, their sampled
+ * token not yet fed, and their sampler (whose random source is the
+ * request's own). A parked sequence resumes before any new batch request is
+ * taken (the front of the batch lane), when no interactive request waits
+ * and it fits: its copy goes back into the batch cache as a prefill's would,
+ * so it continues exactly where it stopped, with nothing recomputed, no
+ * token streamed twice, and its prompt counted once. Parked copies hold at
+ * most the positions those sequences held in the batch: batch sequences,
+ * running and parked, never outnumber `maxBatch`, since a new one is taken
+ * only when none is parked.
  */
 export interface SchedulerOptions {
   /** Most sequences decoded together. */
@@ -53,6 +68,13 @@ export interface SchedulerOptions {
   prefixCache?: PrefixCache | undefined;
   /** Prompt tokens per prefill run (prefill.ts); the prefix cache's chunk must be the same. */
   prefillChunkTokens?: number | undefined;
+  /** Called once per batch sequence that gives its place up to an interactive one, for metrics. */
+  onPreempt?: (() => void) | undefined;
+  /**
+   * Whether batch sequences make way for interactive ones (default true);
+   * false only to measure what preemption buys (test/bench/batch).
+   */
+  preemptBatch?: boolean | undefined;
 }
 
 interface Row {
@@ -67,12 +89,28 @@ interface Row {
   firstTokenMs: number;
   /** Prompt tokens whose positions came from the prefix cache. */
   cachedTokens: number;
+  /** From the batch lane: it gives its place up to a waiting interactive sequence. */
+  batch: boolean;
+  /** When it was first admitted: preemption takes the youngest batch rows. */
+  admittedOrder: number;
+}
+
+/** A batch row out of the batch, waiting to resume. */
+interface Parked {
+  row: Row;
+  /** Its cache positions, compact, by past name: what the batch cache's `add` takes. */
+  present: Record<string, Float32Array>;
+  /** Settles it at once if its caller goes away while it waits. */
+  onAbort: (() => void) | undefined;
 }
 
 export class DecodeScheduler {
   private rows: Row[] = [];
+  /** Preempted batch rows, oldest admitted first: they resume before new batch work. */
+  private parked: Parked[] = [];
   private cache: BatchCache;
   private looping = false;
+  private admissions = 0;
 
   constructor(
     private readonly queue: AdmissionQueue<DecodeJob, Generated>,
@@ -103,19 +141,96 @@ export class DecodeScheduler {
     this.looping = true;
     try {
       for (;;) {
-        // Take from the queue only into free places, right before the prefill:
-        // nothing taken waits here, so the queue stays the only waiting room.
-        while (this.rows.length < this.options.maxBatch && this.nextFits()) {
-          const [next] = this.queue.take(1);
-          if (!next) break;
-          await this.admit(next);
+        await this.fill();
+        if (this.rows.length === 0) {
+          // Nothing runs, so whatever is parked fits now and no interactive
+          // request waits (fill would have taken it); settled ones are gone.
+          if (this.parked.length === 0) return;
+          continue;
         }
-        if (this.rows.length === 0) return;
         await this.step();
       }
     } finally {
       this.looping = false;
     }
+  }
+
+  /**
+   * Fills free places at a step boundary: the waiting interactive request
+   * first (preempting batch rows for it when it has no room), then parked
+   * batch rows, then new batch requests. Take from the queue only into a free
+   * place, right before the prefill: nothing taken waits here, so the queue
+   * stays the only waiting room for requests not yet started.
+   */
+  private async fill(): Promise<void> {
+    for (;;) {
+      const lane = this.queue.peekPriority();
+      if (lane === "interactive") {
+        const victims = this.victimsFor(reservationOf(this.queue.peek()!));
+        if (victims === null) return;
+        if (victims.length > 0) this.preempt(victims);
+      } else if (this.parked.length > 0) {
+        if (!hasRoom(this.rows, this.parked[0]!.row.reserved, this.room)) return;
+        this.resume(this.parked.shift()!);
+        continue;
+      } else if (
+        lane === undefined ||
+        !hasRoom(this.rows, reservationOf(this.queue.peek()!), this.room)
+      ) {
+        return;
+      }
+      const [next] = this.queue.take(1);
+      if (!next) return;
+      await this.admit(next);
+    }
+  }
+
+  /** Rows to preempt for an interactive newcomer: none when it fits, null when it must wait. */
+  private victimsFor(reserved: number): number[] | null {
+    if (this.options.preemptBatch !== false) {
+      return preemptionVictims(this.rows, reserved, this.room);
+    }
+    return hasRoom(this.rows, reserved, this.room) ? [] : null;
+  }
+
+  private get room(): Room {
+    return { maxRows: this.options.maxBatch, fits: (r) => this.cache.fits(r) };
+  }
+
+  /** Moves these batch rows out of the batch, keeping what each needs to continue. */
+  private preempt(victims: readonly number[]): void {
+    const rows = this.rows;
+    for (const b of victims) {
+      const row = rows[b]!;
+      const parked: Parked = { row, present: this.cache.copyRow(b), onAbort: undefined };
+      const signal = row.admitted.signal;
+      if (signal) {
+        parked.onAbort = () => {
+          const index = this.parked.indexOf(parked);
+          if (index < 0) return;
+          this.parked.splice(index, 1);
+          this.settle(row, "aborted");
+        };
+        signal.addEventListener("abort", parked.onAbort, { once: true });
+      }
+      this.parked.push(parked);
+      this.options.onPreempt?.();
+    }
+    this.parked.sort((a, b) => a.row.admittedOrder - b.row.admittedOrder);
+    const order = this.cache.remove(victims);
+    this.rows = order.map((b) => rows[b]!);
+  }
+
+  /** Puts a parked row back into the batch exactly as it left. */
+  private resume(parked: Parked): void {
+    const { row } = parked;
+    if (parked.onAbort) row.admitted.signal?.removeEventListener("abort", parked.onAbort);
+    if (row.admitted.signal?.aborted) {
+      this.settle(row, "aborted");
+      return;
+    }
+    this.cache.add(row.filled, parked.present);
+    this.rows.push(row);
   }
 
   /** Runs the prompt alone, samples the first token, and moves the row into the batch. */
@@ -148,6 +263,8 @@ export class DecodeScheduler {
         reserved: prompt.length + job.maxNewTokens,
         firstTokenMs: performance.now() - started,
         cachedTokens: cached,
+        batch: admitted.priority === "batch",
+        admittedOrder: this.admissions++,
       };
       if (this.accept(row, token)) return;
       this.cache.add(prompt.length, outputs.present);
@@ -197,18 +314,6 @@ export class DecodeScheduler {
     }
   }
 
-  /**
-   * Whether the oldest waiting sequence fits the cache beside the running
-   * ones. A sequence alone always does: the token limit bounds it.
-   */
-  private nextFits(): boolean {
-    const job = this.queue.peek();
-    if (!job) return false;
-    if (this.rows.length === 0) return true;
-    const reservations = this.rows.map((r) => r.reserved);
-    return this.cache.fits([...reservations, job.promptIds.length + job.maxNewTokens]);
-  }
-
   private newCache(): BatchCache {
     const limits: CacheLimits = {
       maxRows: this.options.maxBatch,
@@ -237,12 +342,21 @@ export class DecodeScheduler {
       signal: row.admitted.signal,
     });
     if (!stop) return false;
+    this.settle(row, stop);
+    return true;
+  }
+
+  private settle(row: Row, stopReason: StopReason): void {
     row.admitted.resolve({
       ids: row.generated,
-      stopReason: stop,
+      stopReason,
       firstTokenMs: row.firstTokenMs,
       cachedTokens: row.cachedTokens,
     });
-    return true;
   }
+}
+
+/** Positions a job reserves in the cache: its prompt plus its output limit. */
+function reservationOf(job: DecodeJob): number {
+  return job.promptIds.length + job.maxNewTokens;
 }
