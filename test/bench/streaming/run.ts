@@ -17,17 +17,18 @@ import { Agent } from "undici";
 import { fixtureFolder } from "../../runtime/support/runtime-server.js";
 import { startRuntimeProcess } from "../runtime/runtime-process.js";
 import { SHARED_ONNX_FILE, sharedModel } from "../../support/shared-models.js";
+import { threadCpuSeconds } from "./thread-cpu.js";
 import { gatewayStreamingSection } from "./through-gateway.js";
 
 const quick = process.argv.includes("--quick");
 // Rounds of (b), each a few tens of milliseconds: cheap enough that even
 // --quick takes thirty one-client rounds and ten sixteen-client ones.
 const ROUNDS = quick ? 5 : 10;
-// Pairs of (a): each ratio is noisy on a shared machine (six quick pairs
-// moved the median by several per cent between quiet runs), so even --quick
-// takes a median of ten. An even number, so that each side goes first
-// equally often.
-const PAIRS = quick ? 10 : 20;
+// Pairs of (a): each ratio is noisy on a shared machine (ten quick pairs
+// still moved the median by 3 to 4 per cent between runs minutes apart), so
+// even --quick takes a median of sixteen, about ten seconds more than ten.
+// An even number, so that each side goes first equally often.
+const PAIRS = quick ? 16 : 30;
 
 interface Timed {
   firstMs: number;
@@ -118,10 +119,12 @@ async function runtimeSection(): Promise<void> {
     // stream's own cost, which the load on a shared machine does not blur as
     // it blurs wall time.
     const cpu = { whole: [] as number[], streamed: [] as number[] };
+    // Per-thread nanoseconds where /proc has them: 10 ms ticks blur a difference of a few per cent.
+    const cpuNow = async () => (await threadCpuSeconds(runtime.pid)) ?? runtime.cpuSeconds();
     const one = async (stream: boolean) => {
-      const before = await runtime.cpuSeconds();
+      const before = await cpuNow();
       const result = await timed(url, stream ? { ...body, stream: true } : body);
-      const used = (await runtime.cpuSeconds()) - before;
+      const used = (await cpuNow()) - before;
       (stream ? streamed : whole).push(result);
       (stream ? cpu.streamed : cpu.whole).push(used);
     };
@@ -153,7 +156,7 @@ async function runtimeSection(): Promise<void> {
     const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
     row(
       `runtime ${modelId}: CPU per request`,
-      `whole ${((sum(cpu.whole) / PAIRS) * 1000).toFixed(0)} ms, stream ${((sum(cpu.streamed) / PAIRS) * 1000).toFixed(0)} ms (all threads, 10 ms ticks)`,
+      `whole ${((sum(cpu.whole) / PAIRS) * 1000).toFixed(0)} ms, stream ${((sum(cpu.streamed) / PAIRS) * 1000).toFixed(0)} ms (all threads)`,
       `${(sum(cpu.streamed) / sum(cpu.whole)).toFixed(3)}x (informative)`,
     );
   } finally {
