@@ -246,29 +246,29 @@ export class DecodeScheduler {
       const prefix = this.options.prefixCache;
       const hit = prefix?.enabled ? prefix.lookup(prompt) : null;
       const cached = hit?.tokens ?? 0;
-      const { outputs } = await prefill(
-        this.session,
-        this.io,
-        prompt,
-        hit?.past ?? null,
-        this.chunk,
-      );
-      if (prefix?.enabled) prefix.store(prompt, outputs.present);
-      const token = job.sampler(outputs.lastLogits(0));
-      const row: Row = {
-        admitted,
-        generated: [],
-        lastToken: token,
-        filled: prompt.length,
-        reserved: prompt.length + job.maxNewTokens,
-        firstTokenMs: performance.now() - started,
-        cachedTokens: cached,
-        batch: admitted.priority === "batch",
-        admittedOrder: this.admissions++,
-      };
-      if (this.accept(row, token)) return;
-      this.cache.add(prompt.length, outputs.present);
-      this.rows.push(row);
+      const prefilled = await prefill(this.session, this.io, prompt, hit?.past ?? null, this.chunk);
+      const { outputs } = prefilled;
+      try {
+        if (prefix?.enabled) prefix.store(prompt, outputs.present);
+        const token = job.sampler(outputs.lastLogits(0));
+        const row: Row = {
+          admitted,
+          generated: [],
+          lastToken: token,
+          filled: prompt.length,
+          reserved: prompt.length + job.maxNewTokens,
+          firstTokenMs: performance.now() - started,
+          cachedTokens: cached,
+          batch: admitted.priority === "batch",
+          admittedOrder: this.admissions++,
+        };
+        if (this.accept(row, token)) return;
+        this.cache.add(prompt.length, outputs.present);
+        this.rows.push(row);
+      } finally {
+        // Both caches copied what they keep, and the first token is sampled.
+        prefilled.release();
+      }
     } catch (error) {
       // Settling is idempotent: a row that already resolved stays resolved.
       admitted.reject(error);

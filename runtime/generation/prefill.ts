@@ -6,6 +6,7 @@ import {
   type PastCache,
 } from "./decoder-feeds.js";
 import type { DecoderIO } from "./decoder-io.js";
+import { releaseBuffers } from "./release-outputs.js";
 
 /**
  * Prefill in fixed, position-aligned chunks: chunk k feeds the prompt's tokens
@@ -24,6 +25,13 @@ export const PREFILL_CHUNK_TOKENS = 64;
 export interface Prefilled {
   /** The last chunk's outputs: the first output token's logits, and every prompt position's keys and values. */
   outputs: DecoderOutputs;
+  /**
+   * Frees `outputs` at once, for a caller that has copied what it keeps (the
+   * batch cache and the prefix cache copy): their logits hold every prompt
+   * position's (some MB on a real vocabulary), which would otherwise wait
+   * for a mark-compact as external memory (release-outputs.ts).
+   */
+  release(): void;
 }
 
 /** Where chunk boundaries fall: the largest multiple of `chunk` at most `tokens`. */
@@ -51,16 +59,20 @@ export async function prefill(
   if (filled >= prompt.length)
     throw new Error("the prefill needs at least one prompt token to feed");
   let cache = past;
+  // The caller's past (the prefix cache's copy) is never freed here.
+  const theirs = Object.values(past?.tensors ?? {});
   for (;;) {
     const end = Math.min(prompt.length, filled + chunk);
-    const outputs = readDecoderOutputs(
-      io,
-      await session.run(
-        decoderFeeds(io, { rows: [{ tokens: prompt.slice(filled, end), filled }], past: cache }),
-      ),
-      1,
+    const results = await session.run(
+      decoderFeeds(io, { rows: [{ tokens: prompt.slice(filled, end), filled }], past: cache }),
     );
-    if (end === prompt.length) return { outputs };
+    // The chunk before's presents were this run's past: nothing reads them again.
+    if (cache !== past) releaseBuffers(Object.values(cache?.tensors ?? {}), theirs);
+    const outputs = readDecoderOutputs(io, results, 1);
+    const all = Object.values(results).map((tensor) => tensor.data);
+    if (end === prompt.length) return { outputs, release: () => releaseBuffers(all, theirs) };
+    // A chunk's logits before the last are never read.
+    releaseBuffers(all, [...theirs, ...Object.values(outputs.present)]);
     cache = { length: end, tensors: outputs.present };
     filled = end;
   }

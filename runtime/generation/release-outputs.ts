@@ -27,10 +27,27 @@ export function releaseOutputs(
   outputs: Readonly<Record<string, TensorData>>,
   keep: Readonly<Record<string, TensorData>>,
 ): void {
+  releaseBuffers(
+    Object.values(outputs).map((tensor) => tensor.data),
+    Object.values(keep).map((tensor) => tensor.data),
+  );
+}
+
+/**
+ * Frees the buffers under `views` now, each once, except those under
+ * `keep`: for arrays this code allocated itself and is done with (a
+ * prefill's outputs once copied into the cache, a cache buffer replaced by
+ * a larger one), which would otherwise count as external memory until a
+ * mark-compact, as a step's outputs did.
+ */
+export function releaseBuffers(
+  views: Iterable<ArrayBufferView>,
+  keep: Iterable<ArrayBufferView> = [],
+): void {
   const kept = new Set<ArrayBufferLike>();
-  for (const tensor of Object.values(keep)) kept.add(tensor.data.buffer);
-  for (const tensor of Object.values(outputs)) {
-    const buffer = tensor.data.buffer;
+  for (const view of keep) kept.add(view.buffer);
+  for (const view of views) {
+    const buffer = view.buffer;
     if (kept.has(buffer) || !(buffer instanceof ArrayBuffer)) continue;
     kept.add(buffer);
     const detachable = buffer as ArrayBuffer & Detachable;

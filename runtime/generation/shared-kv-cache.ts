@@ -1,3 +1,5 @@
+import { releaseBuffers } from "./release-outputs.js";
+
 /**
  * The KV cache of onnxruntime-genai decoders, batched. Their fused
  * GroupQueryAttention reads row b's past from the START of its cache row
@@ -214,6 +216,9 @@ export class SharedKvCache {
       });
       next.set(name, target);
     }
+    // The old buffers' rows are copied and no step is running: free them now
+    // rather than at a mark-compact (some MB each time the capacity grows).
+    releaseBuffers(this.buffers.values());
     this.buffers = next;
     this.cap = capacity;
     this.roomRows = rows;

@@ -1,4 +1,4 @@
-import { PassThrough } from "node:stream";
+import { Readable } from "node:stream";
 import type { FastifyInstance, FastifyReply } from "fastify";
 import type { ResponsesRequest } from "../../api/responses-request.js";
 import { completedResponse, failedResponse, newId } from "../../api/responses-response.js";
@@ -87,15 +87,24 @@ export async function streamResponse(
   }
   const text = lane.generator.textStream();
 
-  const out = new PassThrough();
+  // Pushed frames reach the response synchronously: a Readable pushed from
+  // outside its read() emits them at once to the pipe Fastify sets up, where
+  // a PassThrough would hand them on a tick later.
+  const out = new Readable({ read() {} });
   // A client gone mid-stream destroys `out`; the sequence is stopped by the abort signal.
   out.on("error", () => {});
   // A list of events leaves in one write: one packet, one wake-up of the reader.
   const write = (list: StreamEvent[]) => {
-    if (out.destroyed || out.writableEnded || list.length === 0) return;
+    if (out.destroyed || list.length === 0) return;
     let frames = "";
     for (const event of list) frames += sseFrame(event);
-    out.write(frames);
+    out.push(frames);
+    // Node's response corks its socket until the next tick, which comes just
+    // before the next decode step's run: the reader, woken by the send, then
+    // takes a core from onnxruntime's threads mid-step. Sent now, its wake-up
+    // overlaps this step's serial bookkeeping instead (sampling the other
+    // rows, freeing the outputs, the next feeds), and the token leaves sooner.
+    reply.raw.socket?.uncork();
   };
   let opened = false;
   /** The opening events on the first call (and the headers with them); none after. */
@@ -159,6 +168,6 @@ export async function streamResponse(
   } finally {
     streams.remove(responseId, cancel);
   }
-  out.end();
+  out.push(null);
   return reply;
 }

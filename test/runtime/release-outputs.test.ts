@@ -3,7 +3,9 @@ import { SharedBatchCache } from "../../runtime/generation/batch-cache.js";
 import { boundPresents, decoderFeeds } from "../../runtime/generation/decoder-feeds.js";
 import type { DecoderIO } from "../../runtime/generation/decoder-io.js";
 import { prefill } from "../../runtime/generation/prefill.js";
+import { PrefixCache } from "../../runtime/generation/prefix-cache.js";
 import { releaseOutputs } from "../../runtime/generation/release-outputs.js";
+import { SharedKvCache } from "../../runtime/generation/shared-kv-cache.js";
 import type { ModelSession, TensorData } from "../../runtime/engine/session.js";
 import { fixtureFolder, startRuntime, type RunningRuntime } from "./support/runtime-server.js";
 
@@ -76,5 +78,57 @@ describe("a decode step with bound presents on tiny-genai (the shared-buffer lay
     expect(results[io.logits]!.data.length).toBe(0);
     expect([...past]).toEqual(before);
     expect(before.some((v) => v !== 0)).toBe(true);
+  });
+
+  it("frees a prefill's outputs on release, and a prefix-cached past given to it never", async () => {
+    const prompt = [5, 9, 14, 22, 7, 11, 30, 8, 12, 6];
+    const cached = new PrefixCache(
+      {
+        names: io.cache.map((c) => c.pastName),
+        kvHeads: io.kvHeads,
+        headDim: io.headDim,
+        chunk: 4,
+      },
+      1 << 20,
+    );
+    const first = await prefill(session, io, prompt, null, 4);
+    cached.store(prompt, first.outputs.present);
+    const view = first.outputs.lastLogits(0);
+    const reference = [...view];
+    first.release();
+    const name = io.cache[0]!.pastName;
+    expect(first.outputs.present[name]!.length).toBe(0);
+    expect(view.length).toBe(0);
+
+    // The prefix cache's copy outlives the release, and a prefill over it frees none of it.
+    const hit = cached.lookup(prompt)!;
+    expect(hit.tokens).toBe(8);
+    const past = hit.past.tensors[name]!;
+    const held = [...past];
+    const again = await prefill(session, io, prompt, hit.past, 4);
+    const logits = [...again.outputs.lastLogits(0)];
+    again.release();
+    expect([...past]).toEqual(held);
+    expect(held.length).toBeGreaterThan(0);
+    const worst = logits.reduce((m, v, i) => Math.max(m, Math.abs(v - reference[i]!)), 0);
+    expect(worst).toBe(0);
+  });
+});
+
+describe("the shared KV cache growing", () => {
+  it("frees the buffers it outgrew, keeping every row's positions", () => {
+    const names = ["past.0.key"];
+    const c = new SharedKvCache(
+      { names, kvHeads: 1, headDim: 2 },
+      { maxRows: 4, chunk: 4, maxSequenceTokens: 64, maxTotalTokens: 256 },
+    );
+    c.add(3, () => Float32Array.from([1, 2, 3, 4, 5, 6]));
+    const small = c.view(names[0]!);
+    expect(c.capacity).toBe(4);
+    c.advance();
+    c.reserveStep();
+    expect(c.capacity).toBe(8);
+    expect(small.buffer.byteLength).toBe(0);
+    expect([...c.copyRow(0, names[0]!)].slice(0, 6)).toEqual([1, 2, 3, 4, 5, 6]);
   });
 });

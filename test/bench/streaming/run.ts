@@ -13,21 +13,23 @@
 //     pinned, the gateway alone on core 0 and the runtime and the clients on
 //     core 1, where the target applies (see through-gateway.ts).
 // `--only runtime` or `--only gateway` runs one section. Prints one table.
+import { readdir, readFile } from "node:fs/promises";
 import { Agent } from "undici";
 import { fixtureFolder } from "../../runtime/support/runtime-server.js";
 import { startRuntimeProcess } from "../runtime/runtime-process.js";
 import { SHARED_ONNX_FILE, sharedModel } from "../../support/shared-models.js";
+import { threadCpuSeconds } from "./thread-cpu.js";
 import { gatewayStreamingSection } from "./through-gateway.js";
 
 const quick = process.argv.includes("--quick");
 // Rounds of (b), each a few tens of milliseconds: cheap enough that even
 // --quick takes thirty one-client rounds and ten of each sixteen-client point.
 const ROUNDS = quick ? 5 : 10;
-// Pairs of (a): each ratio is noisy on a shared machine (six quick pairs
-// moved the median by several per cent between quiet runs), so even --quick
-// takes a median of ten. An even number, so that each side goes first
-// equally often.
-const PAIRS = quick ? 10 : 20;
+// Pairs of (a): each ratio is noisy on a shared machine (ten quick pairs
+// still moved the median by 3 to 4 per cent between runs minutes apart), so
+// even --quick takes a median of sixteen, about ten seconds more than ten.
+// An even number, so that each side goes first equally often.
+const PAIRS = quick ? 16 : 30;
 
 interface Timed {
   firstMs: number;
@@ -76,6 +78,29 @@ async function timed(url: string, body: object): Promise<Timed> {
   return { firstMs: Number.isNaN(firstMs) ? totalMs : firstMs, totalMs, outputTokens };
 }
 
+/**
+ * Seconds the process's threads have spent runnable but waiting for a core
+ * (schedstat's second field), its main thread (where onnxruntime runs each
+ * step and the JavaScript) apart from the others (onnxruntime's worker, V8's
+ * and libuv's): what the machine's other work, the bench's client included,
+ * took from the decode. NaN where /proc does not have it.
+ */
+async function waitSeconds(pid: number): Promise<{ main: number; others: number }> {
+  const wait = (tid: string) =>
+    readFile(`/proc/${pid}/task/${tid}/schedstat`, "utf8").then(
+      (line) => Number(line.split(" ")[1]) / 1e9,
+      () => 0,
+    );
+  try {
+    const tids = await readdir(`/proc/${pid}/task`);
+    const waits = await Promise.all(tids.map(wait));
+    const main = waits[tids.indexOf(String(pid))] ?? Number.NaN;
+    return { main, others: waits.reduce((a, b) => a + b, 0) - main };
+  } catch {
+    return { main: Number.NaN, others: Number.NaN };
+  }
+}
+
 // Of an even count, the mean of the two middle values: taking the upper one would lean high.
 const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -118,12 +143,24 @@ async function runtimeSection(): Promise<void> {
     // stream's own cost, which the load on a shared machine does not blur as
     // it blurs wall time.
     const cpu = { whole: [] as number[], streamed: [] as number[] };
+    // Per-thread nanoseconds where /proc has them: 10 ms ticks blur a difference of a few per cent.
+    const cpuNow = async () => (await threadCpuSeconds(runtime.pid)) ?? runtime.cpuSeconds();
+    type Waits = { main: number[]; others: number[] };
+    const waited = {
+      whole: { main: [], others: [] } as Waits,
+      streamed: { main: [], others: [] } as Waits,
+    };
     const one = async (stream: boolean) => {
-      const before = await runtime.cpuSeconds();
+      const before = await cpuNow();
+      const waitBefore = await waitSeconds(runtime.pid);
       const result = await timed(url, stream ? { ...body, stream: true } : body);
-      const used = (await runtime.cpuSeconds()) - before;
+      const used = (await cpuNow()) - before;
+      const waitAfter = await waitSeconds(runtime.pid);
       (stream ? streamed : whole).push(result);
       (stream ? cpu.streamed : cpu.whole).push(used);
+      const side = stream ? waited.streamed : waited.whole;
+      side.main.push(waitAfter.main - waitBefore.main);
+      side.others.push(waitAfter.others - waitBefore.others);
     };
     // Alternating which goes first, so that neither always follows the other.
     for (let i = 0; i < PAIRS; i++) {
@@ -153,8 +190,19 @@ async function runtimeSection(): Promise<void> {
     const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
     row(
       `runtime ${modelId}: CPU per request`,
-      `whole ${((sum(cpu.whole) / PAIRS) * 1000).toFixed(0)} ms, stream ${((sum(cpu.streamed) / PAIRS) * 1000).toFixed(0)} ms (all threads, 10 ms ticks)`,
+      `whole ${((sum(cpu.whole) / PAIRS) * 1000).toFixed(0)} ms, stream ${((sum(cpu.streamed) / PAIRS) * 1000).toFixed(0)} ms (all threads)`,
       `${(sum(cpu.streamed) / sum(cpu.whole)).toFixed(3)}x (informative)`,
+    );
+    // Near zero on a quiet machine; a stream's own reader, woken at every token, adds some.
+    const ms = (values: number[]) =>
+      `${(median(values) * 1000).toFixed(1)} ms ${spread(
+        values.map((w) => w * 1000),
+        1,
+      )}`;
+    row(
+      `runtime ${modelId}: threads waiting`,
+      `main: whole ${ms(waited.whole.main)}, stream ${ms(waited.streamed.main)}; others: whole ${ms(waited.whole.others)}, stream ${ms(waited.streamed.others)}`,
+      "runnable, no core free, per request (informative)",
     );
   } finally {
     await runtime.stop();
