@@ -1,35 +1,18 @@
-import { mkdtemp, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { sql } from "kysely";
 import { pino } from "pino";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createBatch } from "../../../gateway/batch/batch-store.js";
+import { describe, expect, it } from "vitest";
 import { BatchWorker } from "../../../gateway/batch/batch-worker.js";
-import { ChunkBuffer, FileWriter } from "../../../gateway/batch/file-store.js";
-import { FileSource } from "../../../gateway/registry/file-source.js";
-import { ModelRegistry } from "../../../gateway/registry/registry.js";
 import { openStore } from "../../../gateway/store/store.js";
 import type { Upstream } from "../../../gateway/upstream/forward.js";
 import { onCleanup } from "../outbox/support.js";
 import { useStoreEngines } from "../store/engines.js";
-import { jsonlOf, type InputLine } from "./support.js";
+import { storedBatch, useTinyModel } from "./stored-batch.js";
+import type { InputLine } from "./support.js";
 
 const engines = useStoreEngines();
 const owner = { account: "acme", project: null };
 
-const registry = new ModelRegistry();
-let source: FileSource | undefined;
-beforeAll(async () => {
-  const dir = await mkdtemp(join(tmpdir(), "models-"));
-  await writeFile(
-    join(dir, "m.yaml"),
-    `apiVersion: serving.modelgate.dev/v1alpha1\nkind: InferenceModel\nmetadata:\n  name: tiny\nspec:\n  task: text-generation\n  source: { uri: "hf://org/tiny" }\nstatus:\n  endpoint: http://127.0.0.1:9/tiny\n`,
-  );
-  source = new FileSource({ dir, registry, logger: pino({ level: "silent" }) });
-  await source.start();
-});
-afterAll(() => source?.stop());
+const registry = useTinyModel();
 
 /**
  * With no statistics for a new batch's id the planner takes the batch for one
@@ -62,27 +45,7 @@ describe.each(engines)("batch line statistics on $name", (engine) => {
       url: "/v1/responses",
       body: { model: "tiny", input: `request ${n}` },
     }));
-    const writer = await FileWriter.open(db, {
-      owner,
-      purpose: "batch",
-      filename: "in.jsonl",
-      createdAt: new Date(),
-      expiresAt: null,
-    });
-    const buffer = new ChunkBuffer(writer);
-    await buffer.push(jsonlOf(lines));
-    await buffer.flush();
-    await writer.finish(count);
-    const batch = await createBatch(db, {
-      owner,
-      keyId: "key-1",
-      inputFileId: writer.id,
-      endpoint: "/v1/responses",
-      completionWindow: "24h",
-      metadata: null,
-      createdAt: new Date(),
-      expiresAt: new Date(Date.now() + 86_400_000),
-    });
+    const batch = await storedBatch(db, owner, lines);
     const worker = new BatchWorker({
       store: () => Promise.resolve(db),
       registry,

@@ -1,5 +1,5 @@
 import { EventEmitter } from "node:events";
-import { createServer, type IncomingMessage, type Server } from "node:http";
+import { createServer, type IncomingMessage, type ServerResponse, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { isCodedError } from "../../../lib/coded-error.js";
@@ -242,5 +242,99 @@ describe.each(["forward", "stream"] as const)("Upstream.%s", (way) => {
     }
     // Twenty requests one after another share a connection or two, never one each.
     expect(sockets.size).toBeLessThanOrEqual(2);
+  });
+});
+
+/** A server with its own handler, for what only the stream path has. */
+async function serve(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+): Promise<{ server: Server; url: string }> {
+  const server = createServer(handler);
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+const streamed = (url: string, timeoutMs = 5_000): ForwardRequest => ({
+  model: model([url], timeoutMs),
+  body,
+  headers,
+});
+
+const readWhole = (req: ForwardRequest) =>
+  upstream.stream(req, async (answer) => (await buffer(answer.body)).toString());
+
+describe("Upstream.stream's connections", () => {
+  it("writes a request on a kept-alive connection before the event loop's check phase", async () => {
+    upstream = new Upstream();
+    const order: string[] = [];
+    const { url } = await serve((req, res) => {
+      req.resume();
+      req.on("end", () => res.end("event: x\ndata: {}\n\n"));
+      order.push("runtime has it");
+    });
+    await readWhole(streamed(url));
+    order.length = 0;
+    // Sent from a check phase: written at once, the runtime reads it in the
+    // next poll phase, before the next check phase. undici would write it
+    // from a setImmediate of its own, in that next check phase: the runtime
+    // would read it only after "check phase".
+    await new Promise<string>((resolve, reject) =>
+      setImmediate(() => {
+        readWhole(streamed(url)).then(resolve, reject);
+        setImmediate(() => order.push("check phase"));
+      }),
+    );
+    expect(order).toEqual(["runtime has it", "check phase"]);
+  });
+
+  it("sends again, once, a request whose kept-alive connection the runtime had just closed", async () => {
+    upstream = new Upstream();
+    let seen = 0;
+    const { server, url } = await serve((req, res) => {
+      seen++;
+      req.resume();
+      req.on("end", () => res.end("event: x\ndata: {}\n\n"));
+    });
+    await readWhole(streamed(url));
+    // The runtime drops the idle connection; the gateway has not read the FIN yet.
+    server.closeIdleConnections();
+    expect(await readWhole(streamed(url))).toBe("event: x\ndata: {}\n\n");
+    expect(seen).toBe(2);
+  });
+
+  it("ends a body that stalls past the model's timeout with an error its reader sees", async () => {
+    upstream = new Upstream();
+    const { url } = await serve((req, res) => {
+      req.resume();
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write("event: first\ndata: {}\n\n");
+      // and nothing more
+    });
+    const started = Date.now();
+    const outcome = await upstream
+      .stream(streamed(url, 300), async (answer) => {
+        const pieces: string[] = [];
+        for await (const chunk of answer.body as AsyncIterable<Buffer>) pieces.push(String(chunk));
+        return pieces;
+      })
+      .catch((error: unknown) => error);
+    expect(outcome).toMatchObject({ code: "UPSTREAM_BODY_TIMEOUT" });
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
+
+  it("destroys a body its reader left unread, so that its connection is never reused", async () => {
+    upstream = new Upstream();
+    const sockets = new Set<unknown>();
+    const { url } = await serve((req, res) => {
+      sockets.add(req.socket);
+      req.resume();
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write("event: first\ndata: {}\n\n");
+      setTimeout(() => res.end("event: last\ndata: {}\n\n"), 50);
+    });
+    await upstream.stream(streamed(url), () => Promise.resolve("left unread"));
+    await readWhole(streamed(url));
+    expect(sockets.size).toBe(2);
   });
 });
