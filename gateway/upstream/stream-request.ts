@@ -6,12 +6,12 @@ import type { Readable } from "node:stream";
  * One streamed request to a runtime, over node:http's keep-alive agent.
  *
  * Whole answers go through undici (forward.ts); a stream does not, because
- * of when undici writes. Since 8.12 it writes a request on a reused
+ * of when undici writes. undici 8 (8.12 here) writes a request on a reused
  * keep-alive socket only from a `setImmediate` (it first reads whatever the
  * idle socket holds: GHSA-35p6-xmwp-9g52), that is, once the event loop has
  * handled everything else its current poll phase brought: other requests'
- * checks, other streams' tokens and endings. A stream's first token waited
- * for all of it, 2 to 4 ms at the 90th percentile with sixteen clients
+ * checks, other streams' tokens and endings. A stream's request waited for
+ * all of it, 2 to 2.5 ms at the 90th percentile with sixteen clients
  * (docs/streaming.md, "Sixteen at once"). node:http writes a reused
  * socket's request from a `process.nextTick`, right after the handler that
  * sent it. The runtimes are ours, inside the gateway's trust boundary: what
