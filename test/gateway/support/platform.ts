@@ -1,6 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
@@ -281,6 +281,9 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Plat
       await sink.close();
       hung.server.closeAllConnections();
       await new Promise<void>((resolve) => hung.server.close(() => resolve()));
+      // Its state folders hold PGlite stores, about 150 MB a platform: left
+      // behind, every suite run filled the machine's disk a little more.
+      await rm(dir, { recursive: true, force: true });
     },
   };
 }
