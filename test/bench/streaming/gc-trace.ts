@@ -9,6 +9,7 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Agent } from "undici";
 import { sharedModel } from "../../support/shared-models.js";
+import { storyRequest } from "./story-request.js";
 
 const arg = (name: string, fallback: string) =>
   process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1]! : fallback;
@@ -42,12 +43,7 @@ child.stdout.on("data", (chunk: Buffer) => {
 });
 const url = `${await ready}/v1/responses`;
 const agent = new Agent();
-const body = {
-  model: "m",
-  input: "Write a short story about a lighthouse keeper.",
-  temperature: 0,
-  max_output_tokens: TOKENS,
-};
+const body = storyRequest("m", TOKENS);
 
 async function once(stream: boolean): Promise<{ ms: number; tokens: number }> {
   const started = performance.now();

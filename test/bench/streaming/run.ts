@@ -20,6 +20,7 @@ import { startRuntimeProcess } from "../runtime/runtime-process.js";
 import { SHARED_ONNX_FILE, sharedModel } from "../../support/shared-models.js";
 import { threadCpuSeconds } from "./thread-cpu.js";
 import { gatewayStreamingSection } from "./through-gateway.js";
+import { storyRequest } from "./story-request.js";
 
 const quick = process.argv.includes("--quick");
 // Rounds of (b), each a few tens of milliseconds: cheap enough that even
@@ -128,12 +129,7 @@ async function runtimeSection(): Promise<void> {
     ...(int8 ? { load: { onnxFile: SHARED_ONNX_FILE } } : {}),
   });
   try {
-    const body = {
-      model: modelId,
-      input: "Write a short story about a lighthouse keeper.",
-      temperature: 0,
-      max_output_tokens: 64,
-    };
+    const body = storyRequest(modelId, 64);
     const url = `${runtime.url}/v1/responses`;
     await timed(url, body); // warm
     await timed(url, { ...body, stream: true });

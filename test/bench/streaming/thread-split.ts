@@ -24,6 +24,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Agent } from "undici";
 import { sharedModel } from "../../support/shared-models.js";
 import { startRuntimeProcess } from "../runtime/runtime-process.js";
+import { storyRequest } from "./story-request.js";
 
 const arg = (name: string, fallback: string) =>
   process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1]! : fallback;
@@ -76,12 +77,7 @@ const runtime = await startRuntimeProcess(
   FLAGS,
 );
 const agent = new Agent();
-const body = {
-  model: "m",
-  input: "Write a short story about a lighthouse keeper.",
-  temperature: 0,
-  max_output_tokens: TOKENS,
-};
+const body = storyRequest("m", TOKENS);
 const url = new URL(runtime.url);
 
 /** A raw HTTP/1.1 request whose socket is not read until `waitMs` have passed. */
