@@ -61,6 +61,12 @@ function eventTypeOf(frame: string): string | null {
   return parseFrame(frame).event;
 }
 
+/** Whether a chunk ends where a frame ends (a blank line), not inside one or inside a character. */
+function endsFrame(chunk: Buffer): boolean {
+  const n = chunk.length;
+  return n >= 2 && chunk[n - 1] === 0x0a && chunk[n - 2] === 0x0a;
+}
+
 /** Parses the terminal event; null when it is not one this API sends. */
 function terminalEvent(data: string | null): StreamEvent | null {
   if (data === null) return null;
@@ -138,8 +144,8 @@ export async function relayStream(
       // A client gone mid-stream destroys `out`; the relay reads on for the usage.
       out.on("error", () => {});
       let outEnded = false;
-      const send = (text: string) => {
-        if (!out.destroyed && !outEnded) out.push(text);
+      const send = (bytes: string | Buffer) => {
+        if (!out.destroyed && !outEnded) out.push(bytes);
       };
       let payUsage: string | null = null;
       reply
@@ -167,6 +173,8 @@ export async function relayStream(
       const decoder = new StringDecoder("utf8");
       let relayed = 0;
       let ended = false;
+      // The previous chunk ended on a frame's end: neither the reader nor the decoder holds a part.
+      let atFrameStart = true;
       // The terminal event: billed, stamped with the settled usage and stored before it leaves.
       const relayTerminal = async (frame: string, event: string) => {
         const terminal = terminalEvent(parseFrame(frame).data);
@@ -211,7 +219,10 @@ export async function relayStream(
         for await (const chunk of answer.body as AsyncIterable<Buffer>) {
           // Every event a chunk completes leaves in one write, as it came:
           // one packet to the client rather than one per event.
+          const startsFrame = atFrameStart;
+          atFrameStart = endsFrame(chunk);
           let passing = "";
+          let terminal = false;
           for (const frame of reader.push(decoder.write(chunk))) {
             const event = eventTypeOf(frame);
             if (event === null || !isTerminalEventType(event)) {
@@ -219,11 +230,15 @@ export async function relayStream(
               relayed++;
               continue;
             }
+            terminal = true;
             if (passing) send(passing);
             passing = "";
             await relayTerminal(frame, event);
           }
-          if (passing) send(passing);
+          if (!passing) continue;
+          // A chunk of whole frames, as the runtime writes a token's, leaves
+          // as the bytes it came in rather than encoded again from its text.
+          send(!terminal && startsFrame && atFrameStart ? chunk : passing);
         }
       } catch (error) {
         request.log.error(

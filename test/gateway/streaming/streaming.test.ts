@@ -1,10 +1,17 @@
 import { writeFile } from "node:fs/promises";
-import { createServer, request as httpRequest, type IncomingMessage } from "node:http";
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type ServerResponse,
+} from "node:http";
 import type { AddressInfo } from "node:net";
 import { dirname, join } from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { streamedResponseSchema } from "../../../api/stream-events.js";
+import { textGenerationRequestSchema } from "../../../api/responses-request.js";
+import { completedResponse } from "../../../api/responses-response.js";
+import { sseFrame, streamedResponseSchema } from "../../../api/stream-events.js";
 import { until } from "../conformance/support.js";
 import { deltasOf, expectedOrder, parseEventStream } from "../../support/sse-events.js";
 import { startPlatform, type Platform } from "../support/platform.js";
@@ -194,29 +201,43 @@ describe("a client that leaves mid-stream", () => {
   });
 });
 
+/** A stand-in runtime on loopback serving `model`, with `write` answering each request. */
+async function standInRuntime(
+  model: string,
+  write: (res: ServerResponse) => void,
+): Promise<{ close(): Promise<void> }> {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => write(res));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  // The platform's registry folder is the state folder's parent; a new file is loaded.
+  await writeFile(
+    join(dirname(p.stateDir), `${model}.yaml`),
+    `apiVersion: serving.modelgate.dev/v1alpha1\nkind: InferenceModel\nmetadata:\n  name: ${model}\nspec:\n  task: text-generation\n  source: { uri: file:///models/x }\nstatus:\n  endpoint: ${endpoint}\n`,
+  );
+  const registry = p.components.deps.registry;
+  await until(`the ${model} model`, () => registry.resolve(model) !== undefined);
+  return {
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
 describe("a runtime that dies mid-stream", () => {
   it("ends the stream with the gateway's own response.failed, numbered on, and bills nothing", async () => {
     // Two well-formed events, then the connection drops: a runtime process that died.
-    const server = createServer((req, res) => {
-      req.resume();
-      req.on("end", () => {
-        res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8" });
-        const frame = (type: string, n: number) =>
-          `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: n })}\n\n`;
-        res.write(frame("response.created", 0) + frame("response.in_progress", 1));
-        setTimeout(() => res.socket?.destroy(), 20);
-      });
+    const runtime = await standInRuntime("dying", (res) => {
+      res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8" });
+      const frame = (type: string, n: number) =>
+        `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: n })}\n\n`;
+      res.write(frame("response.created", 0) + frame("response.in_progress", 1));
+      setTimeout(() => res.socket?.destroy(), 20);
     });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     try {
-      // The platform's registry folder is the state folder's parent; a new file is loaded.
-      await writeFile(
-        join(dirname(p.stateDir), "dying.yaml"),
-        `apiVersion: serving.modelgate.dev/v1alpha1\nkind: InferenceModel\nmetadata:\n  name: dying\nspec:\n  task: text-generation\n  source: { uri: file:///models/x }\nstatus:\n  endpoint: ${endpoint}\n`,
-      );
-      const registry = p.components.deps.registry;
-      await until("the dying model", () => registry.resolve("dying") !== undefined);
       const raw = JSON.stringify({ model: "dying", input: "Hi", stream: true });
       const { response, text } = await rawPost("/v1/responses", raw, {
         "x-api-key": p.keys.acme.key,
@@ -237,8 +258,83 @@ describe("a runtime that dies mid-stream", () => {
       await new Promise((resolve) => setTimeout(resolve, 500));
       expect(p.sink.counted.has(failed.id)).toBe(false);
     } finally {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await runtime.close();
+    }
+  });
+});
+
+describe("a runtime whose writes split its frames", () => {
+  it("relays every byte as the runtime sent it, a frame or a character cut between writes included", async () => {
+    const delta = (n: number, text: string) =>
+      sseFrame({
+        type: "response.output_text.delta",
+        sequence_number: n,
+        item_id: "msg_1",
+        output_index: 0,
+        content_index: 0,
+        delta: text,
+        logprobs: [],
+      });
+    const start =
+      `event: response.created\ndata: ${JSON.stringify({ type: "response.created", sequence_number: 0 })}\n\n` +
+      `event: response.in_progress\ndata: ${JSON.stringify({ type: "response.in_progress", sequence_number: 1 })}\n\n`;
+    const first = Buffer.from(delta(2, "vague 🌊"));
+    const second = Buffer.from(delta(3, " écume"));
+    const third = Buffer.from(delta(4, " fin"));
+    const waveAt = first.indexOf(Buffer.from("🌊"));
+    const request = textGenerationRequestSchema.parse({ model: "pieces", input: "Hi" });
+    const terminal = sseFrame({
+      type: "response.completed",
+      sequence_number: 5,
+      response: completedResponse(request, {
+        text: "vague 🌊 écume fin",
+        inputTokens: 2,
+        outputTokens: 3,
+        incompleteReason: null,
+        createdAt: 1,
+        completedAt: 2,
+      }),
+    });
+    // Whole frames; a frame cut inside its emoji; one cut between its lines and
+    // joined to the next; then the terminal event.
+    const pieces = [
+      Buffer.from(start),
+      first.subarray(0, waveAt + 2),
+      first.subarray(waveAt + 2),
+      second.subarray(0, 20),
+      Buffer.concat([second.subarray(20), third]),
+      Buffer.from(terminal),
+    ];
+    const runtime = await standInRuntime("pieces", (res) => {
+      res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8" });
+      let i = 0;
+      const next = () => {
+        if (i === pieces.length) return res.end();
+        res.write(pieces[i++]);
+        setTimeout(next, 15);
+      };
+      next();
+    });
+    try {
+      const raw = JSON.stringify({ model: "pieces", input: "Hi", stream: true });
+      const { response, text } = await rawPost("/v1/responses", raw, {
+        "x-api-key": p.keys.acme.key,
+      });
+      expect(response.statusCode).toBe(200);
+      const before = Buffer.concat([Buffer.from(start), first, second, third]).toString("utf8");
+      expect(text.startsWith(before)).toBe(true);
+      const events = parseEventStream(text);
+      expect(events.map((e) => e.data.type)).toEqual([
+        "response.created",
+        "response.in_progress",
+        "response.output_text.delta",
+        "response.output_text.delta",
+        "response.output_text.delta",
+        "response.completed",
+      ]);
+      expect(deltasOf(events)).toBe("vague 🌊 écume fin");
+    } finally {
+      await runtime.close();
     }
   });
 });
