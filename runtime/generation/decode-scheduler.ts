@@ -104,6 +104,9 @@ interface Parked {
   onAbort: (() => void) | undefined;
 }
 
+/** Resolves after the event loop's next poll for I/O. */
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 export class DecodeScheduler {
   private rows: Row[] = [];
   /** Preempted batch rows, oldest admitted first: they resume before new batch work. */
@@ -141,7 +144,17 @@ export class DecodeScheduler {
     this.looping = true;
     try {
       for (;;) {
+        const admitted = this.admissions;
         await this.fill();
+        if (this.admissions > admitted) {
+          // A prefill holds the event loop (onnxruntime-node runs a session
+          // synchronously, from a setImmediate), so requests that arrived
+          // meanwhile are still unread on their sockets. One turn of the loop
+          // reads them: they are prefilled before the next decode step, as
+          // the ones already queued are, rather than a step later.
+          await nextTurn();
+          continue;
+        }
         if (this.rows.length === 0) {
           // Nothing runs, so whatever is parked fits now and no interactive
           // request waits (fill would have taken it); settled ones are gone.

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { validateRequest } from "../../../api/validation.js";
 import { AdmissionQueue, type Priority } from "../../../runtime/engine/admission-queue.js";
 import { DecodeScheduler } from "../../../runtime/generation/decode-scheduler.js";
+import type { DecoderSession } from "../../../runtime/generation/decoder-feeds.js";
 import type { DecodeJob, Generated } from "../../../runtime/generation/generate.js";
 import { chooseSampler, type SamplingSettings } from "../../../runtime/generation/sampler.js";
 import type { TextGenerator } from "../../../runtime/generation/text-generator.js";
@@ -10,7 +11,9 @@ import { mulberry32 } from "../../fixtures/prng.js";
 import { fixtureFolder } from "../support/runtime-server.js";
 
 /**
- * Preemption in the decode scheduler, on real ONNX sessions: an interactive
+ * When the decode scheduler starts a newcomer, on real ONNX sessions: one
+ * that arrived during another's prefill is prefilled before the next decode
+ * step. Preemption: an interactive
  * sequence that arrives while every decode place holds a batch sequence
  * starts at the next step boundary, and the batch sequence that made way
  * resumes to exactly the tokens it produces when nothing preempts it.
@@ -55,8 +58,9 @@ class Harness {
     private readonly generator: TextGenerator,
     maxBatch: number,
     maxCacheTokens?: number,
+    session: DecoderSession = generator.session,
   ) {
-    this.scheduler = new DecodeScheduler(this.queue, generator.session, generator.io, {
+    this.scheduler = new DecodeScheduler(this.queue, session, generator.io, {
       maxBatch,
       maxCacheTokens,
       eosIds: new Set(),
@@ -220,6 +224,33 @@ for (const fixture of ["tiny-gpt", "tiny-genai"] as const) {
       expect(h.steps(arrivedAt, h.indexOfToken("I", 0))).toBeLessThanOrEqual(1);
       expect(gotA.ids).toEqual(aloneA.ids);
       expect(gotB.ids).toEqual(aloneB.ids);
+    });
+
+    it("prefills a request that arrived while another's prefill held the event loop before the next decode step", async () => {
+      // onnxruntime-node runs a session from a setImmediate; an immediate
+      // queued right after the first run's stands for a request read from its
+      // socket once that run is over, in the same turn of the loop.
+      let arrive: (() => void) | null = null;
+      const session: DecoderSession = {
+        run: (...args: Parameters<DecoderSession["run"]>) => {
+          const ran = generator.session.run(...args);
+          const next = arrive;
+          arrive = null;
+          if (next) setImmediate(next);
+          return ran;
+        },
+      };
+      const h = new Harness(generator, 2, undefined, session);
+      const late: Promise<Generated>[] = [];
+      arrive = () => late.push(h.submit({ ...I, who: "J" }));
+      const first = await h.submit(I);
+      expect(late).toHaveLength(1);
+      await Promise.all(late);
+      // J was prefilled before the first decode step: every step ran both.
+      const sizes = h.events.flatMap((e) => (e.kind === "step" ? [e.size] : []));
+      expect(sizes[0]).toBe(2);
+      expect(h.indexOfToken("J", 0)).toBeLessThan(h.indexOfToken("I", 1));
+      expect(first.ids).toHaveLength(I.maxTokens);
     });
 
     it("never preempts an interactive sequence: neither for a batch one nor for another interactive one", async () => {
