@@ -7,7 +7,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Kysely, PGliteDialect, sql } from "kysely";
+import { AbortedTransactionError, Kysely, PGliteDialect, sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PGliteWorker } from "../../../gateway/store/pglite-worker.js";
 import { isStoreUnreachable } from "../../../gateway/store/store-unreachable.js";
@@ -202,6 +202,21 @@ describe("PGlite in a worker thread", () => {
       .catch((e: unknown) => e);
     expect((error as { code?: string }).code).toBe("23505");
     expect((error as Error).stack).toContain("pglite-worker.test.ts");
+    // A failed statement caught inside: PostgreSQL turns the COMMIT into a
+    // ROLLBACK, PGlite says so with 25P02, Kysely makes it its own error.
+    const aborted = await db
+      .transaction()
+      .execute(async (trx) => {
+        await trx.insertInto("t").values({ id: 32, note: "dropped" }).execute();
+        await trx
+          .insertInto("t")
+          .values({ id: 30, note: "duplicate" })
+          .execute()
+          .catch(() => undefined);
+      })
+      .catch((e: unknown) => e);
+    expect(aborted).toBeInstanceOf(AbortedTransactionError);
+    expect(((aborted as Error).cause as { code?: string }).code).toBe("25P02");
     const ids = await db.selectFrom("t").select("id").where("id", ">=", 30).orderBy("id").execute();
     expect(ids).toEqual([{ id: 30 }]);
     const rows = await sql<{ one: number }>`SELECT 1 AS one`.execute(db);
