@@ -20,6 +20,10 @@ const BYTEA_OID = 17;
 const THREAD_STOPPED = "08006";
 
 const CLOSED: { message: string; code?: string } = { message: "the embedded store is closed" };
+const THREAD_DIED = { message: "the embedded store's thread stopped", code: THREAD_STOPPED };
+
+/** At most one new thread this often after the last one died. */
+const RESTART_INTERVAL_MS = 1_000;
 
 /** How long `close()` lets PGlite shut down cleanly before ending the thread anyway. */
 const CLOSE_TIMEOUT_MS = 10_000;
@@ -44,13 +48,39 @@ type Ask = Distributive<Request>;
 export class PGliteWorker implements PGlite {
   private nextId = 1;
   private readonly pending = new Map<number, (reply: Reply) => void>();
+  /** Set while there is no thread to ask: it died, or the store was closed. */
   private stopped: { message: string; code?: string } | undefined;
   private closing: Promise<void> | undefined;
+  /** A new thread being opened after the last one died. */
+  private restarting: Promise<void> | undefined;
+  private lastStart = 0;
+  /** Counts the threads: a transaction belongs to the one that began it. */
+  private generation = 0;
   closed = false;
   readonly ready = true;
   readonly waitReady = Promise.resolve();
 
-  private constructor(private readonly worker: Worker) {
+  private constructor(
+    private readonly options: ThreadOptions,
+    private worker: Worker,
+  ) {
+    this.attach(worker);
+  }
+
+  /** Starts the thread and opens PGlite on `options.dataDir` in it. */
+  static async open(options: ThreadOptions): Promise<PGliteWorker> {
+    const worker = await startThread(options);
+    const pglite = new PGliteWorker(options, worker);
+    pglite.lastStart = Date.now();
+    return pglite;
+  }
+
+  /** The thread, for tests that end it as a crash would. */
+  get thread(): Worker {
+    return this.worker;
+  }
+
+  private attach(worker: Worker): void {
     worker.on("message", (reply: Reply) => {
       const settle = this.pending.get(reply.id);
       if (!settle) return;
@@ -58,38 +88,36 @@ export class PGliteWorker implements PGlite {
       if (this.pending.size === 0) worker.unref();
       settle(reply);
     });
-    worker.on("error", (error: Error) => this.stop(`it failed: ${error.message}`));
-    worker.on("exit", (code) => this.stop(`it exited with code ${code}`));
+    worker.on("error", (error: Error) => this.stop(worker, `it failed: ${error.message}`));
+    worker.on("exit", (code) => this.stop(worker, `it exited with code ${code}`));
   }
 
-  /** Starts the thread and opens PGlite on `options.dataDir` in it. */
-  static async open(options: ThreadOptions): Promise<PGliteWorker> {
-    const worker = new Worker(threadFile(), { workerData: options });
-    // Only these listeners go afterwards: Worker keeps its port referenced
-    // through listeners of its own (removeAllListeners would break it).
-    let onMessage!: (opened: Opened) => void;
-    let onError!: (error: Error) => void;
-    let onExit!: (code: number) => void;
-    const opened = await new Promise<Opened>((resolve, reject) => {
-      onMessage = resolve;
-      onError = reject;
-      onExit = (code) =>
-        reject(new Error(`the embedded store's thread exited with code ${code} while opening`));
-      worker.on("message", onMessage).on("error", onError).on("exit", onExit);
-    }).finally(() => {
-      worker.off("message", onMessage).off("error", onError).off("exit", onExit);
-    });
-    if (!opened.opened) {
-      await worker.terminate();
-      throw rebuild(opened.error);
+  /**
+   * After the thread died, a call starts a new one on the same folder (PGlite
+   * recovers it as PostgreSQL does after a crash), at most once every
+   * RESTART_INTERVAL_MS. Calls fail until it is open, as against a server
+   * that is restarting; the outbox keeps its entries until then.
+   */
+  private restart(): void {
+    if (this.restarting || this.closed || Date.now() - this.lastStart < RESTART_INTERVAL_MS) {
+      return;
     }
-    worker.unref();
-    return new PGliteWorker(worker);
-  }
-
-  /** The thread, for tests that end it as a crash would. */
-  get thread(): Worker {
-    return this.worker;
+    this.lastStart = Date.now();
+    this.restarting = startThread(this.options)
+      .then(async (worker) => {
+        if (this.closed) {
+          await worker.terminate();
+          return;
+        }
+        this.worker = worker;
+        this.generation++;
+        this.attach(worker);
+        this.stopped = undefined;
+      })
+      .catch(() => undefined)
+      .finally(() => {
+        this.restarting = undefined;
+      });
   }
 
   async query<T>(
@@ -102,11 +130,14 @@ export class PGliteWorker implements PGlite {
 
   async transaction<T>(callback: (tx: PGliteTransaction) => Promise<T>): Promise<T> {
     const txId = this.nextId++;
+    const generation = this.generation;
     await this.call({ op: "begin" }, [], txId);
     let open = true;
     const tx: PGliteTransaction = {
       query: async <R>(sql: string, params: unknown[] = [], options?: PGliteQueryOptions) => {
         if (!open) throw new Error("Transaction is closed");
+        // Its thread died since: the transaction died with it.
+        if (generation !== this.generation) throw stoppedError(THREAD_DIED);
         return (await this.runQuery(sql, params, options, txId)) as PGliteQueryResults<R>;
       },
       rollback: async () => {
@@ -137,6 +168,7 @@ export class PGliteWorker implements PGlite {
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.closed = true;
+      await this.restarting;
       if (!this.stopped) {
         let timer: NodeJS.Timeout | undefined;
         const timeout = new Promise<void>((resolve) => {
@@ -187,9 +219,10 @@ export class PGliteWorker implements PGlite {
   }
 
   private send(request: Request, transfer: ArrayBuffer[]): Promise<Reply> {
-    const refused = this.stopped ?? (this.closed && request.op !== "close" ? CLOSED : undefined);
+    const refused = this.closed && request.op !== "close" ? CLOSED : this.stopped;
     if (refused) {
-      return Promise.reject(Object.assign(new Error(refused.message), { code: refused.code }));
+      if (refused !== CLOSED) this.restart();
+      return Promise.reject(stoppedError(refused));
     }
     return new Promise<Reply>((resolve) => {
       if (this.pending.size === 0) this.worker.ref();
@@ -198,10 +231,9 @@ export class PGliteWorker implements PGlite {
     });
   }
 
-  /** Fails every request in flight and every later one: the thread is gone. */
-  private stop(reason: string): void {
-    if (this.stopped) return;
-    this.closed = true;
+  /** Fails every request in flight, and later ones until a new thread is open. */
+  private stop(worker: Worker, reason: string): void {
+    if (worker !== this.worker || this.stopped) return;
     const message = `the embedded store's thread stopped: ${reason}`;
     this.stopped = { message, code: THREAD_STOPPED };
     const error: RemoteError = { name: "Error", message, fields: { code: THREAD_STOPPED } };
@@ -209,6 +241,35 @@ export class PGliteWorker implements PGlite {
     this.pending.clear();
     for (const settle of settles) settle({ id: 0, ok: false, error });
   }
+}
+
+/** Starts a thread and waits until PGlite is open in it. */
+async function startThread(options: ThreadOptions): Promise<Worker> {
+  const worker = new Worker(threadFile(), { workerData: options });
+  // Only these listeners go afterwards: Worker keeps its port referenced
+  // through listeners of its own (removeAllListeners would break it).
+  let onMessage!: (opened: Opened) => void;
+  let onError!: (error: Error) => void;
+  let onExit!: (code: number) => void;
+  const opened = await new Promise<Opened>((resolve, reject) => {
+    onMessage = resolve;
+    onError = reject;
+    onExit = (code) =>
+      reject(new Error(`the embedded store's thread exited with code ${code} while opening`));
+    worker.on("message", onMessage).on("error", onError).on("exit", onExit);
+  }).finally(() => {
+    worker.off("message", onMessage).off("error", onError).off("exit", onExit);
+  });
+  if (!opened.opened) {
+    await worker.terminate();
+    throw rebuild(opened.error);
+  }
+  worker.unref();
+  return worker;
+}
+
+function stoppedError(stopped: { message: string; code?: string }): Error {
+  return Object.assign(new Error(stopped.message), stopped.code ? { code: stopped.code } : {});
 }
 
 /**

@@ -263,8 +263,47 @@ describe("PGlite's thread ending", () => {
       code?: string;
     };
     expect(later.code).toBe("08006");
-    expect(pg.closed).toBe(true);
     await pg.close(); // does not hang
+  });
+
+  it("starts a new thread on the same folder after one died, as a server that comes back", async () => {
+    const pg = await openWorker();
+    try {
+      await pg.query(`CREATE TABLE kept (v text)`);
+      await pg.query(`INSERT INTO kept VALUES ('before the crash')`);
+      const first = pg.thread;
+      // A transaction open when its thread dies dies with it.
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      const inTx = pg
+        .transaction(async (tx) => {
+          await tx.query(`INSERT INTO kept VALUES ('in the dead transaction')`);
+          await held;
+          await tx.query(`SELECT 1`);
+        })
+        .catch((e: unknown) => e);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await first.terminate();
+      const failures: string[] = [];
+      let rows: { v: string }[] | undefined;
+      const deadline = Date.now() + 20_000;
+      while (!rows && Date.now() < deadline) {
+        try {
+          rows = (await pg.query<{ v: string }>(`SELECT v FROM kept ORDER BY v`)).rows;
+        } catch (error) {
+          failures.push((error as { code?: string }).code ?? "none");
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      }
+      expect(failures.length).toBeGreaterThan(0);
+      expect(new Set(failures)).toEqual(new Set(["08006"]));
+      expect(rows).toEqual([{ v: "before the crash" }]);
+      expect(pg.thread).not.toBe(first);
+      release();
+      expect(((await inTx) as { code?: string }).code).toBe("08006");
+    } finally {
+      await pg.close();
+    }
   });
 
   it("fails to open a folder that is not a database with PGlite's error", async () => {
