@@ -156,6 +156,7 @@ export class PGliteWorker implements PGlite {
       throw error;
     }
     open = false;
+    if (generation !== this.generation) throw stoppedError(THREAD_DIED);
     await this.call({ op: "end", tx: txId, commit: true });
     return result;
   }
@@ -231,11 +232,14 @@ export class PGliteWorker implements PGlite {
     });
   }
 
-  /** Fails every request in flight, and later ones until a new thread is open. */
+  /**
+   * Fails every request in flight (also those a `close()` that timed out
+   * left), and later ones until a new thread is open.
+   */
   private stop(worker: Worker, reason: string): void {
-    if (worker !== this.worker || this.stopped) return;
+    if (worker !== this.worker) return;
     const message = `the embedded store's thread stopped: ${reason}`;
-    this.stopped = { message, code: THREAD_STOPPED };
+    this.stopped ??= { message, code: THREAD_STOPPED };
     const error: RemoteError = { name: "Error", message, fields: { code: THREAD_STOPPED } };
     const settles = [...this.pending.values()];
     this.pending.clear();

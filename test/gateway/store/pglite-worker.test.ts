@@ -266,6 +266,35 @@ describe("PGlite's thread ending", () => {
     await pg.close(); // does not hang
   });
 
+  it("closes within its timeout even when a transaction left open holds PGlite", async () => {
+    const pg = await openWorker();
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let begun!: () => void;
+    const inside = new Promise<void>((resolve) => (begun = resolve));
+    const inTx = pg
+      .transaction(async (tx) => {
+        await tx.query(`SELECT 1`);
+        begun();
+        await held;
+        await tx.query(`SELECT 1`);
+      })
+      .catch((e: unknown) => e);
+    await inside;
+    // Waits behind the transaction in PGlite: still in flight when close gives up.
+    const waiting = pg.query(`SELECT 1`).catch((e: unknown) => e);
+    const started = performance.now();
+    await pg.close();
+    const took = performance.now() - started;
+    expect(took).toBeGreaterThan(9_000);
+    expect(took).toBeLessThan(15_000);
+    const failed = (await waiting) as Error & { code?: string };
+    expect(failed).toBeInstanceOf(Error);
+    expect(failed.message).toMatch(/the embedded store's thread stopped/);
+    release();
+    expect(await inTx).toBeInstanceOf(Error);
+  }, 30_000);
+
   it("starts a new thread on the same folder after one died, as a server that comes back", async () => {
     const pg = await openWorker();
     try {
