@@ -1,13 +1,14 @@
 import { mkdir } from "node:fs/promises";
-import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PGliteDialect, PostgresDialect } from "kysely";
 import pg from "pg";
 import type { Database } from "./database.js";
+import { PGliteWorker } from "./pglite-worker.js";
 
 /**
  * Where the store lives: a PostgreSQL server (`postgres://…`), or the
- * embedded default, PGlite (PostgreSQL compiled to WASM, in this process) on
- * a folder. Both run the same migrations and the same queries.
+ * embedded default, PGlite (PostgreSQL compiled to WASM, in this process,
+ * on a worker thread of its own) on a folder. Both run the same migrations
+ * and the same queries.
  */
 export type StoreTarget = { url: string } | { dataDir: string };
 
@@ -23,24 +24,12 @@ export interface ConnectOptions {
   maxConnections?: number;
 }
 
-const PGLITE_SHARED_BUFFERS = "16MB";
-
-/** PostgreSQL type oid of bytea. */
-const BYTEA_OID = 17;
-
 /**
- * PGlite passes values as text; its own bytea codec builds one string per
- * byte (165 ms a MiB written and 81 ms read: half a minute to upload 200 MB,
- * as long again to read it). Node's hex codec makes the same text natively:
- * 37 and 10 ms a MiB (docs/batch.md).
+ * PostgreSQL's default 128 MB of shared buffers would be most of the
+ * gateway pod's memory, on top of the WebAssembly heap; an append-mostly
+ * ledger needs far less (see docs/state.md).
  */
-const pgliteBytea = {
-  serializers: {
-    [BYTEA_OID]: (value: Uint8Array) =>
-      `\\x${Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString("hex")}`,
-  },
-  parsers: { [BYTEA_OID]: (text: string) => Buffer.from(text.slice(2), "hex") },
-};
+const PGLITE_SHARED_BUFFERS = "16MB";
 
 /** PostgreSQL type oid of int8 (bigint), which `count(*)` and `sum(integer)` return. */
 const INT8_OID = 20;
@@ -81,12 +70,12 @@ export async function connectStore(
     };
   }
   await mkdir(target.dataDir, { recursive: true });
-  const pglite = await PGlite.create(target.dataDir, {
-    // PostgreSQL's default 128 MB of shared buffers would be most of the
-    // gateway pod's memory, on top of the WebAssembly heap; an append-mostly
-    // ledger needs far less (see docs/state.md).
-    postgresqlconf: [`shared_buffers=${PGLITE_SHARED_BUFFERS}`],
-    ...pgliteBytea,
+  // In a worker thread of its own: PGlite runs each statement synchronously,
+  // which on the gateway's event loop held every stream behind it
+  // (pglite-worker.ts, docs/state.md).
+  const pglite = await PGliteWorker.open({
+    dataDir: target.dataDir,
+    sharedBuffers: PGLITE_SHARED_BUFFERS,
   });
   return { db: new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) }), engine: "pglite" };
 }
