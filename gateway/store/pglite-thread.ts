@@ -74,6 +74,17 @@ function fail(id: number, error: unknown): void {
   port.postMessage({ id, ok: false, error: describeError(error) } satisfies Reply);
 }
 
+function succeed(id: number): void {
+  port.postMessage({ id, ok: true } satisfies Reply);
+}
+
+/** The open transaction `txId`; a request naming another fails. */
+function transactionFor(id: number, txId: number): Transaction | null {
+  const tx = transactions.get(txId)?.tx;
+  if (!tx) fail(id, new Error(`no open transaction ${txId}`));
+  return tx ?? null;
+}
+
 /** Hands the rows' bytea memory over to the main thread rather than copying it. */
 function sendResult(id: number, result: QueryResult): void {
   const transfer = new Set<ArrayBuffer>();
@@ -106,7 +117,7 @@ function begin(pglite: PGlite, id: number): void {
     open.tx = tx;
     transactions.set(id, open);
     begun = true;
-    port.postMessage({ id, ok: true } satisfies Reply);
+    succeed(id);
     await decided;
   });
   // BEGIN itself failed: the callback never ran and nothing is open.
@@ -124,10 +135,10 @@ function end(id: number, txId: number, commit: boolean): void {
   transactions.delete(txId);
   open.decide(commit);
   open.done.then(
-    () => port.postMessage({ id, ok: true } satisfies Reply),
+    () => succeed(id),
     (error: unknown) => {
       // A rollback the caller asked for is its success.
-      if (!commit && error === ROLLED_BACK) port.postMessage({ id, ok: true } satisfies Reply);
+      if (!commit && error === ROLLED_BACK) succeed(id);
       else fail(id, error);
     },
   );
@@ -136,11 +147,8 @@ function end(id: number, txId: number, commit: boolean): void {
 function handle(pglite: PGlite, request: Request): void {
   switch (request.op) {
     case "query": {
-      const target = request.tx === undefined ? pglite : transactions.get(request.tx)?.tx;
-      if (!target) {
-        fail(request.id, new Error(`no open transaction ${request.tx}`));
-        return;
-      }
+      const target = request.tx === undefined ? pglite : transactionFor(request.id, request.tx);
+      if (!target) return;
       const rowMode = request.rowMode;
       target.query(request.sql, request.params, rowMode ? { rowMode } : undefined).then(
         (result) => sendResult(request.id, result as QueryResult),
@@ -155,13 +163,10 @@ function handle(pglite: PGlite, request: Request): void {
       end(request.id, request.tx, request.commit);
       return;
     case "rollback": {
-      const tx = transactions.get(request.tx)?.tx;
-      if (!tx) {
-        fail(request.id, new Error(`no open transaction ${request.tx}`));
-        return;
-      }
+      const tx = transactionFor(request.id, request.tx);
+      if (!tx) return;
       tx.rollback().then(
-        () => port.postMessage({ id: request.id, ok: true } satisfies Reply),
+        () => succeed(request.id),
         (error: unknown) => fail(request.id, error),
       );
       return;
@@ -170,7 +175,7 @@ function handle(pglite: PGlite, request: Request): void {
       // A clean shutdown (a checkpoint, the folder closed); the main thread
       // ends the thread once this is answered.
       pglite.close().then(
-        () => port.postMessage({ id: request.id, ok: true } satisfies Reply),
+        () => succeed(request.id),
         (error: unknown) => fail(request.id, error),
       );
       return;
@@ -178,9 +183,7 @@ function handle(pglite: PGlite, request: Request): void {
 }
 
 PGlite.create(options.dataDir, {
-  // PostgreSQL's default 128 MB of shared buffers would be most of the
-  // gateway pod's memory, on top of the WebAssembly heap; an append-mostly
-  // ledger needs far less (see docs/state.md).
+  // connect.ts says why so small.
   postgresqlconf: [`shared_buffers=${options.sharedBuffers}`],
   ...byteaCodec,
 }).then(
