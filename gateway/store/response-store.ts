@@ -152,18 +152,29 @@ export class ResponseStore {
 
   /**
    * Sweeps every `intervalMs` (each replica does; a DELETE of rows already
-   * gone is harmless). A failed sweep is reported and tried at the next tick.
+   * gone is harmless). The next sweep is timed from the end of the last one,
+   * so a sweep slower than the interval (a large table, a loaded database)
+   * never has a second one queued behind it. A failed sweep is reported and
+   * tried at the next tick.
    */
   startSweeping(intervalMs: number, onError: (error: unknown) => void): void {
     this.stopSweeping();
-    this.sweeper = setInterval(() => {
-      this.sweep().catch(onError);
-    }, intervalMs);
-    this.sweeper.unref();
+    const schedule = () => {
+      const timer = setTimeout(() => {
+        this.sweep()
+          .catch(onError)
+          .finally(() => {
+            if (this.sweeper === timer) schedule();
+          });
+      }, intervalMs);
+      timer.unref();
+      this.sweeper = timer;
+    };
+    schedule();
   }
 
   stopSweeping(): void {
-    clearInterval(this.sweeper);
+    clearTimeout(this.sweeper);
     this.sweeper = undefined;
   }
 }

@@ -149,6 +149,54 @@ describe.each(engines)("stored responses on $name", (engine) => {
   });
 });
 
+describe("the sweeper", () => {
+  it("never starts a sweep while the last one is still running", async () => {
+    const responses = new ResponseStore({
+      db: () => new Promise(() => {}),
+      retentionSeconds: 60,
+      now: Date.now,
+    });
+    let running = 0;
+    let most = 0;
+    let started = 0;
+    responses.sweep = async () => {
+      started++;
+      most = Math.max(most, ++running);
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      running--;
+      return 0;
+    };
+    responses.startSweeping(5, (error) => {
+      throw error;
+    });
+    onCleanup(() => responses.stopSweeping());
+    await expect.poll(() => started, { timeout: 5000 }).toBeGreaterThanOrEqual(3);
+    expect(most).toBe(1);
+  });
+
+  it("stops after stopSweeping, even with a sweep in flight", async () => {
+    const responses = new ResponseStore({
+      db: () => new Promise(() => {}),
+      retentionSeconds: 60,
+      now: Date.now,
+    });
+    let started = 0;
+    let finish: () => void = () => {};
+    responses.sweep = () => {
+      started++;
+      return new Promise((resolve) => (finish = () => resolve(0)));
+    };
+    responses.startSweeping(5, (error) => {
+      throw error;
+    });
+    await expect.poll(() => started).toBe(1);
+    responses.stopSweeping();
+    finish();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(started).toBe(1);
+  });
+});
+
 describe("sweep interval", () => {
   it("is a tenth of the retention, between a second and an hour", () => {
     expect(sweepIntervalMs(30 * 24 * 3600)).toBe(3_600_000);
