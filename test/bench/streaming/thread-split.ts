@@ -16,6 +16,9 @@
 // `--perf <file>`: `perf record -e cpu-clock -g` of the child over the
 // measured pairs (add `--flags --perf-basic-prof` for JavaScript's names),
 // for the kernel's share (the socket writes) beside the process's own.
+// `--pinned`: the runtime on one onnxruntime thread alone on core 1 and the
+// client on core 0, as bench:streaming's (b) pins them: the stream's own
+// cost with no reader competing for the runtime's core.
 import { readdir, readFile } from "node:fs/promises";
 import { spawn } from "node:child_process";
 import { connect } from "node:net";
@@ -23,6 +26,7 @@ import { setPriority } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Agent } from "undici";
 import { sharedModel } from "../../support/shared-models.js";
+import { pinning } from "../gateway/cpu-affinity.js";
 import { startRuntimeProcess } from "../runtime/runtime-process.js";
 import { storyRequest } from "./story-request.js";
 
@@ -36,6 +40,7 @@ const DEAF = process.argv.includes("--deaf");
 const PERF = arg("--perf", "");
 const RAW = process.argv.includes("--raw");
 const NICE = Number(arg("--nice", "0"));
+const PINNED = process.argv.includes("--pinned");
 
 interface ThreadTime {
   name: string;
@@ -73,9 +78,15 @@ async function threads(pid: number): Promise<Map<string, ThreadTime>> {
 const path = sharedModel("smollm2-135m-instruct-int4", "genai_config.json");
 if (!path) throw new Error("needs ../shared/models/smollm2-135m-instruct-int4");
 const runtime = await startRuntimeProcess(
-  { path, modelId: "m", threads: 2, throughput: { prefixCacheBytes: 0 } },
+  { path, modelId: "m", threads: PINNED ? 1 : 2, throughput: { prefixCacheBytes: 0 } },
   FLAGS,
 );
+if (PINNED) {
+  const pin = pinning();
+  if (!pin) throw new Error("--pinned needs taskset and two cores");
+  pin.pin(runtime.pid, "1");
+  pin.pin(process.pid, "0");
+}
 const agent = new Agent();
 const body = storyRequest("m", TOKENS);
 const url = new URL(runtime.url);
