@@ -5,19 +5,22 @@
 //     alternating pairs, the ratio taken per pair (target: at least 0.98x at the
 //     median). The prefix cache is off, so that every request prefills alike.
 //     The runtime runs in a child process, so that the client's reads of the
-//     stream do not share its event loop.
+//     stream do not share its event loop. Two layouts, as in (b): sharing both
+//     cores (informative), then pinned, the runtime on one onnxruntime thread
+//     alone on core 1 and the client on core 0, where the target applies.
 // (b) Time to first token through the gateway against the runtime directly,
 //     at 1 and 16 concurrent clients (target: under 1 ms added at p50), with
 //     the runtime (tiny-gpt) and the gateway in child processes as
 //     bench:gateway runs them: all sharing the cores (informative), then
-//     pinned, the gateway alone on core 0 and the runtime and the clients on
-//     core 1, where the target applies (see through-gateway.ts).
+//     pinned, the runtime alone on core 1 and the gateway and the clients on
+//     core 0, where the target applies (see through-gateway.ts).
 // `--only runtime` or `--only gateway` runs one section. Prints one table.
 import { readdir, readFile } from "node:fs/promises";
 import { Agent } from "undici";
 import { fixtureFolder } from "../../runtime/support/runtime-server.js";
 import { startRuntimeProcess } from "../runtime/runtime-process.js";
 import { SHARED_ONNX_FILE, sharedModel } from "../../support/shared-models.js";
+import { pinning, type Pinning } from "../gateway/cpu-affinity.js";
 import { threadCpuSeconds } from "./thread-cpu.js";
 import { gatewayStreamingSection } from "./through-gateway.js";
 import { storyRequest } from "./story-request.js";
@@ -29,9 +32,11 @@ const quick = process.argv.includes("--quick");
 const ROUNDS = quick ? 5 : 10;
 // Pairs of (a): each ratio is noisy on a shared machine (ten quick pairs
 // still moved the median by 3 to 4 per cent between runs minutes apart), so
-// even --quick takes a median of sixteen, about ten seconds more than ten.
-// An even number, so that each side goes first equally often.
-const PAIRS = quick ? 16 : 30;
+// the judged layout takes a median of forty-eight even in --quick (about two
+// minutes on one thread: a median of sixteen still read 0.982 to 1.032x in
+// four runs), the informative one twelve. Even numbers, so that each side
+// goes first equally often.
+const PAIRS = { judged: quick ? 48 : 60, informative: quick ? 12 : 30 };
 
 interface Timed {
   firstMs: number;
@@ -117,7 +122,18 @@ const spread = (values: number[], digits: number) =>
 const rows: string[][] = [];
 const row = (...cells: string[]) => rows.push(cells);
 
-async function runtimeSection(): Promise<void> {
+/**
+ * Where (a) runs the runtime. "pinned": one onnxruntime thread alone on
+ * core 1 and the client on core 0, as a pod with one CPU is deployed (an
+ * InferenceModel's threads default to its CPU limit) with its reader, the
+ * gateway, in another pod. "shared": two threads on both cores, where the
+ * bench's client, woken at every token of a stream and at none of a whole
+ * answer's, takes its CPU from the decode it measures and so charges its
+ * own cost to the stream (docs/streaming.md).
+ */
+type Layout = { name: "shared"; pin: null } | { name: "pinned"; pin: Pinning };
+
+async function runtimeSection(layout: Layout, judged: boolean): Promise<void> {
   const int4 = sharedModel("smollm2-135m-instruct-int4", "genai_config.json");
   const int8 = int4 ? null : sharedModel("smollm2-135m-instruct");
   const path = int4 ?? int8 ?? (await fixtureFolder("bench-gpt"));
@@ -125,11 +141,17 @@ async function runtimeSection(): Promise<void> {
   const runtime = await startRuntimeProcess({
     path,
     modelId,
-    threads: 2,
+    threads: layout.pin ? 1 : 2,
     throughput: { prefixCacheBytes: 0 },
     ...(int8 ? { load: { onnxFile: SHARED_ONNX_FILE } } : {}),
   });
+  const pairs = judged ? PAIRS.judged : PAIRS.informative;
+  const label = `runtime ${modelId}, ${layout.name}`;
   try {
+    if (layout.pin) {
+      layout.pin.pin(runtime.pid, "1");
+      layout.pin.pin(process.pid, "0");
+    }
     const body = storyRequest(modelId, 64);
     const url = `${runtime.url}/v1/responses`;
     await timed(url, body); // warm
@@ -160,7 +182,7 @@ async function runtimeSection(): Promise<void> {
       side.others.push(waitAfter.others - waitBefore.others);
     };
     // Alternating which goes first, so that neither always follows the other.
-    for (let i = 0; i < PAIRS; i++) {
+    for (let i = 0; i < pairs; i++) {
       await one(i % 2 === 1);
       await one(i % 2 === 0);
     }
@@ -173,21 +195,21 @@ async function runtimeSection(): Promise<void> {
     const firsts = streamed.map((r) => r.firstMs);
     // Greedy on the same prompt: both answers must be the same length, or the rates compare nothing.
     const unequal = streamed.filter((r, i) => r.outputTokens !== whole[i]!.outputTokens).length;
-    if (unequal > 0) row(`runtime ${modelId}: WARNING`, `${unequal} pair(s) of unequal length`, "");
+    if (unequal > 0) row(`${label}: WARNING`, `${unequal} pair(s) of unequal length`, "");
     row(
-      `runtime ${modelId}: whole answer`,
+      `${label}: whole answer`,
       `${rate(whole).toFixed(1)} tok/s ${spread(whole.map(rateOf), 1)}`,
       "",
     );
     row(
-      `runtime ${modelId}: stream`,
+      `${label}: stream`,
       `${rate(streamed).toFixed(1)} tok/s ${spread(streamed.map(rateOf), 1)}, first token ${median(firsts).toFixed(1)} ms ${spread(firsts, 1)}`,
-      `${ratio.toFixed(3)}x per pair ${spread(ratios, 3)} ${ratio >= 0.98 ? "PASS" : "MISS"} (>= 0.98x); whole first ${byOrder(0).toFixed(3)}x, stream first ${byOrder(1).toFixed(3)}x`,
+      `${ratio.toFixed(3)}x per pair ${spread(ratios, 3)} ${!judged ? "(informative)" : ratio >= 0.98 ? "PASS (>= 0.98x)" : "MISS (>= 0.98x)"}; whole first ${byOrder(0).toFixed(3)}x, stream first ${byOrder(1).toFixed(3)}x`,
     );
     const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
     row(
-      `runtime ${modelId}: CPU per request`,
-      `whole ${((sum(cpu.whole) / PAIRS) * 1000).toFixed(0)} ms, stream ${((sum(cpu.streamed) / PAIRS) * 1000).toFixed(0)} ms (all threads)`,
+      `${label}: CPU per request`,
+      `whole ${((sum(cpu.whole) / pairs) * 1000).toFixed(0)} ms, stream ${((sum(cpu.streamed) / pairs) * 1000).toFixed(0)} ms (all threads)`,
       `${(sum(cpu.streamed) / sum(cpu.whole)).toFixed(3)}x (informative)`,
     );
     // Near zero on a quiet machine; a stream's own reader, woken at every token, adds some.
@@ -197,11 +219,12 @@ async function runtimeSection(): Promise<void> {
         1,
       )}`;
     row(
-      `runtime ${modelId}: threads waiting`,
+      `${label}: threads waiting`,
       `main: whole ${ms(waited.whole.main)}, stream ${ms(waited.streamed.main)}; others: whole ${ms(waited.whole.others)}, stream ${ms(waited.streamed.others)}`,
       "runnable, no core free, per request (informative)",
     );
   } finally {
+    if (layout.pin) layout.pin.pin(process.pid, layout.pin.original);
     await runtime.stop();
   }
 }
@@ -209,7 +232,13 @@ async function runtimeSection(): Promise<void> {
 const only = process.argv.includes("--only")
   ? process.argv[process.argv.indexOf("--only") + 1]
   : null;
-if (only !== "gateway") await runtimeSection();
+if (only !== "gateway") {
+  const pin = pinning();
+  // Without two cores to pin to, the shared layout is the only one, and judged.
+  await runtimeSection({ name: "shared", pin: null }, pin === null);
+  if (pin) await runtimeSection({ name: "pinned", pin }, true);
+  else row("runtime, pinned", "not run: no taskset or fewer than two cores", "");
+}
 if (only !== "runtime") {
   rows.push(...(await gatewayStreamingSection({ rounds: ROUNDS })));
 }
