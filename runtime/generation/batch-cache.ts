@@ -1,6 +1,7 @@
 import type { PastCache } from "./decoder-feeds.js";
 import type { DecoderIO } from "./decoder-io.js";
 import { alignRows, type RowSource } from "./kv-cache.js";
+import { releaseBuffers } from "./release-outputs.js";
 import { SharedKvCache } from "./shared-kv-cache.js";
 
 /**
@@ -10,7 +11,7 @@ import { SharedKvCache } from "./shared-kv-cache.js";
  *
  * - `PaddedBatchCache` (Optimum exports): each step's present outputs become
  *   the next past; rows are left-padded; admitting or dropping a row rebuilds
- *   the tensors.
+ *   the tensors. Tensors it replaces are freed at once (release-outputs.ts).
  * - `SharedBatchCache` (onnxruntime-genai graphs that share past and present):
  *   one buffer per layer, bound as past and present, written in place by the
  *   graph; see SharedKvCache.
@@ -69,13 +70,14 @@ export class PaddedBatchCache implements BatchCache {
 
   add(length: number, present: Readonly<Record<string, Float32Array>>): void {
     const target = Math.max(this.cache.length, length);
-    this.cache = this.rebuild(
+    const next = this.rebuild(
       (name) => [
         ...this.filled.map((filled, row) => this.source(name, row, filled)),
         { data: tensorOf(present, name), row: 0, length, filled: length },
       ],
       target,
     );
+    this.replace(next);
     this.filled.push(length);
   }
 
@@ -84,7 +86,7 @@ export class PaddedBatchCache implements BatchCache {
   }
 
   advance(present: Readonly<Record<string, Float32Array>>): void {
-    this.cache = { length: this.cache.length + 1, tensors: present };
+    this.replace({ length: this.cache.length + 1, tensors: present });
     this.filled = this.filled.map((filled) => filled + 1);
   }
 
@@ -93,10 +95,11 @@ export class PaddedBatchCache implements BatchCache {
     const kept = this.filled.map((_, b) => b).filter((b) => !gone.has(b));
     const filled = kept.map((b) => this.filled[b]!);
     const length = Math.max(0, ...filled);
-    this.cache = this.rebuild(
+    const next = this.rebuild(
       (name) => kept.map((b, i) => this.source(name, b, filled[i]!)),
       length,
     );
+    this.replace(next);
     this.filled = filled;
     return kept;
   }
@@ -110,6 +113,20 @@ export class PaddedBatchCache implements BatchCache {
       tensors[pastName] = alignRows([this.source(pastName, row, filled)], shape, filled);
     }
     return tensors;
+  }
+
+  /**
+   * The cache's tensors are its own (a rebuild's copies, or a step's presents
+   * that nothing else reads), and nothing runs on them once replaced (steps
+   * and rebuilds take turns): free them now. Left to V8 they are external
+   * memory until a mark-compact finds them dead, the whole batch's cache at
+   * every step; on SmolLM2 int8, four streams of 64 tokens ran about 3 full
+   * collections per burst and took 1.12x as long (docs/runtime.md).
+   */
+  private replace(next: PastCache): void {
+    const previous = this.cache;
+    this.cache = next;
+    releaseBuffers(Object.values(previous.tensors), Object.values(next.tensors));
   }
 
   private source(name: string, row: number, filled: number): RowSource {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SharedBatchCache } from "../../runtime/generation/batch-cache.js";
+import { PaddedBatchCache, SharedBatchCache } from "../../runtime/generation/batch-cache.js";
 import { boundPresents, decoderFeeds } from "../../runtime/generation/decoder-feeds.js";
 import type { DecoderIO } from "../../runtime/generation/decoder-io.js";
 import { prefill } from "../../runtime/generation/prefill.js";
@@ -130,5 +130,42 @@ describe("the shared KV cache growing", () => {
     expect(c.capacity).toBe(8);
     expect(small.buffer.byteLength).toBe(0);
     expect([...c.copyRow(0, names[0]!)].slice(0, 6)).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+});
+
+describe("the padded batch cache (Optimum exports)", () => {
+  it("frees each tensor it replaces (a rebuilt one, a fed past), never the current one or a caller's", () => {
+    const io = {
+      kvHeads: 1,
+      headDim: 2,
+      cache: [{ pastName: "past.0.key", presentName: "present.0.key" }],
+    } as unknown as DecoderIO;
+    const cache = new PaddedBatchCache(io, {
+      maxRows: 4,
+      maxSequenceTokens: 64,
+      maxTotalTokens: 256,
+    });
+    const tensorOf = () => cache.past().tensors["past.0.key"]!;
+    const prefilled = Float32Array.from([1, 2, 3, 4]);
+    cache.add(2, { "past.0.key": prefilled });
+    const alone = tensorOf();
+    cache.add(1, { "past.0.key": Float32Array.from([5, 6]) });
+    // Admitting a row rebuilds the tensor: the one it replaced goes, the prefill's stays its owner's.
+    expect(alone.length).toBe(0);
+    expect([...prefilled]).toEqual([1, 2, 3, 4]);
+    const fed = tensorOf();
+    expect([...fed]).toEqual([1, 2, 3, 4, 0, 0, 5, 6]);
+
+    // A step's presents become the past; the past they were computed from goes.
+    const present = new Float32Array(12).fill(7);
+    cache.advance({ "past.0.key": present });
+    expect(fed.length).toBe(0);
+    expect(tensorOf()).toBe(present);
+    expect(present.length).toBe(12);
+
+    // A row leaving rebuilds again, from the presents, which then go.
+    cache.remove([0]);
+    expect(present.length).toBe(0);
+    expect([...tensorOf()]).toEqual([7, 7, 7, 7]);
   });
 });
