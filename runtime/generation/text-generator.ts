@@ -10,7 +10,7 @@ import { generate, type DecodeJob, type Generated } from "./generate.js";
 import type { PromptBuilder } from "./prompt.js";
 import { chooseSampler } from "./sampler.js";
 import type { StopReason } from "./stopping.js";
-import { TokenText } from "./token-stream.js";
+import { rememberingSingleTokens, TokenText } from "./token-stream.js";
 import { turnsOf } from "./turns.js";
 
 /** A request turned into prompt ids, within the token limit. */
@@ -51,6 +51,9 @@ export class TextGenerator {
     readonly eosIds: ReadonlySet<number>,
     readonly limits: GeneratorLimits,
   ) {}
+
+  /** Every stream's decoder: one token's text is decoded once per process. */
+  private readonly decodeWindow = rememberingSingleTokens((ids) => this.tokenizer.decode(ids));
 
   /** Graphs with a KV cache decode many sequences in one run (see DecodeScheduler). */
   get canBatch(): boolean {
@@ -123,7 +126,7 @@ export class TextGenerator {
 
   /** Text out of tokens as they come, for one streamed sequence. */
   textStream(): TokenText {
-    return new TokenText((ids) => this.tokenizer.decode(ids));
+    return new TokenText(this.decodeWindow);
   }
 
   outcome(prepared: PreparedGeneration, result: Generated): GenerationOutcome {

@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
 import { TextTokenizer } from "../../runtime/engine/tokenizer.js";
-import { TokenText } from "../../runtime/generation/token-stream.js";
+import { rememberingSingleTokens, TokenText } from "../../runtime/generation/token-stream.js";
 
 /**
  * Incremental detokenisation with SmolLM2's real byte-level BPE tokenizer:
@@ -43,5 +43,27 @@ describe("TokenText", () => {
     const pieces = ids.map((id) => stream.push(id));
     expect(pieces.slice(0, -1).every((piece) => piece === "")).toBe(true);
     expect(pieces.at(-1)).toBe("🚀");
+  });
+
+  it("decodes a token alone once however many streams release it, and releases the same pieces", async () => {
+    const tok = await tokenizer();
+    const ids = tok.encode("the cat and the dog and the 🚀 and the cat", {
+      addSpecialTokens: false,
+    }).ids;
+    const alone: number[] = [];
+    const remembering = rememberingSingleTokens((window) => {
+      if (window.length === 1) alone.push(window[0]!);
+      return tok.decode(window);
+    });
+    const piecesOf = (decode: (window: readonly number[]) => string) => {
+      const stream = new TokenText(decode);
+      return ids.map((id) => stream.push(id));
+    };
+    const plain = piecesOf((window) => tok.decode(window));
+    // Two streams of the same text: the second decodes no token alone again.
+    expect(piecesOf(remembering)).toEqual(plain);
+    expect(piecesOf(remembering)).toEqual(plain);
+    expect(alone.length).toBeGreaterThan(0);
+    expect(alone.length).toBe(new Set(alone).size);
   });
 });
