@@ -87,24 +87,30 @@ export async function streamResponse(
   }
   const text = lane.generator.textStream();
 
-  // Pushed frames reach the response synchronously: a Readable pushed from
-  // outside its read() emits them at once to the pipe Fastify sets up, where
-  // a PassThrough would hand them on a tick later.
+  // The body Fastify sends and ends. Frames are written straight to the
+  // response once its head is out and nothing waits in `out`: pushed through
+  // the Readable and the pipe, a token cost about 10 µs more inside the
+  // decode loop (docs/streaming.md). Until then they wait in `out`, in order.
   const out = new Readable({ read() {} });
   // A client gone mid-stream destroys `out`; the sequence is stopped by the abort signal.
   out.on("error", () => {});
+  const response = reply.raw;
   // A list of events leaves in one write: one packet, one wake-up of the reader.
   const write = (list: StreamEvent[]) => {
     if (out.destroyed || list.length === 0) return;
     let frames = "";
     for (const event of list) frames += sseFrame(event);
-    out.push(frames);
+    if (response.headersSent && out.readableLength === 0 && !response.destroyed) {
+      response.write(frames);
+    } else {
+      out.push(frames);
+    }
     // Node's response corks its socket until the next tick, which comes just
     // before the next decode step's run: the reader, woken by the send, then
     // takes a core from onnxruntime's threads mid-step. Sent now, its wake-up
     // overlaps this step's serial bookkeeping instead (sampling the other
     // rows, freeing the outputs, the next feeds), and the token leaves sooner.
-    reply.raw.socket?.uncork();
+    response.socket?.uncork();
   };
   let opened = false;
   /** The opening events on the first call (and the headers with them); none after. */
