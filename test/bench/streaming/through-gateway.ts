@@ -9,7 +9,8 @@ import { pinning } from "../gateway/cpu-affinity.js";
 import { writeGatewayFiles } from "../gateway/gateway-files.js";
 import { startChild } from "../gateway/child-process.js";
 import { startGateway } from "../gateway/processes.js";
-import { buildTcpRelay } from "../support/tcp-relay.js";
+import { buildCProgram } from "../support/c-programs.js";
+import { startSseBurst, type SseBurst } from "../support/sse-burst.js";
 import { threadCpuSeconds } from "./thread-cpu.js";
 
 /**
@@ -17,8 +18,10 @@ import { threadCpuSeconds } from "./thread-cpu.js";
  * `response.output_text.delta` through the gateway against the same stream
  * from the runtime directly. As in bench:gateway, the runtime (tiny-gpt) and
  * the gateway (wired as `modelgate gateway` wires it, request logs on at
- * info) are child processes and the clients are this one, so the clients
- * never share an event loop with what they measure. Two layouts: all
+ * info) are child processes, and so are the clients of a burst
+ * (../support/sse-burst.c, which costs the core it shares with the gateway a
+ * few hundredths of a millisecond a stream where undici's clients cost half
+ * of one); the independent clients are undici's, in this process. Two layouts: all
  * processes sharing the cores (informative on a two-core machine, where the
  * gateway's work competes with the runtime's), and pinned, with the runtime
  * alone on core 1, as a pod with its own CPU is deployed, and the gateway and
@@ -188,6 +191,7 @@ function drawPauses(clients: number, streams: number, meanMs: number): number[][
 
 async function measure(
   agent: Agent,
+  bursts: SseBurst,
   origins: Record<Side, string>,
   gateway: Child,
   apiKey: string,
@@ -214,7 +218,6 @@ async function measure(
   const cpuSeconds = async () => (await threadCpuSeconds(gateway.pid)) ?? gateway.cpuSeconds();
   let pauses: number[][] = [];
   const client = async (side: Side, headers: Record<string, string>, body: string, c: number) => {
-    if (arrivals.kind === "burst") return [await firstDeltaMs(agent, origins[side], headers, body)];
     const firsts: number[] = [];
     for (const pause of pauses[c]!) {
       await sleep(pause);
@@ -226,9 +229,12 @@ async function measure(
     const headers: Record<string, string> = gatewaySide(side) ? { "x-api-key": apiKey } : {};
     const body = side === "unstored" ? UNSTORED_BODY : BODY;
     const before = gatewaySide(side) ? await cpuSeconds() : 0;
-    const measured = await Promise.all(
-      Array.from({ length: clients }, (_, c) => client(side, headers, body, c)),
-    );
+    const measured =
+      arrivals.kind === "burst"
+        ? [await bursts.burst(origins[side], headers, body, clients)]
+        : await Promise.all(
+            Array.from({ length: clients }, (_, c) => client(side, headers, body, c)),
+          );
     if (gatewaySide(side)) cpu[side] += (await cpuSeconds()) - before;
     return measured.flat();
   };
@@ -278,6 +284,7 @@ export async function gatewayStreamingSection(options: GatewayStreamingOptions):
   let gateway: Child | null = null;
   let floor: Child | null = null;
   let relay: Child | null = null;
+  let bursts: SseBurst | null = null;
   const agent = new Agent({ connections: maxClients * 2, keepAliveTimeout: 30_000 });
   try {
     gateway = await startGateway(setup, null);
@@ -289,11 +296,12 @@ export async function gatewayStreamingSection(options: GatewayStreamingOptions):
     });
     relay = await startChild({
       name: "relay",
-      script: await buildTcpRelay(),
+      script: await buildCProgram("tcp-relay"),
       native: true,
       args: [new URL(runtime.url).port],
       ready: "stdout-line",
     });
+    bursts = await startSseBurst();
     const origins = {
       direct: runtime.url,
       relay: relay.url,
@@ -303,10 +311,11 @@ export async function gatewayStreamingSection(options: GatewayStreamingOptions):
     };
     const run = async (layout: string) => {
       // Warm: JIT, connections on every side, the ledger's first writes.
-      await measure(agent, origins, gateway!, setup.apiKey, maxClients, 4);
+      await measure(agent, bursts!, origins, gateway!, setup.apiKey, maxClients, 4);
       for (const point of pointsOf(options.rounds)) {
         const m = await measure(
           agent,
+          bursts!,
           origins,
           gateway!,
           setup.apiKey,
@@ -365,10 +374,11 @@ export async function gatewayStreamingSection(options: GatewayStreamingOptions):
         pin.pin(floor.pid, "0");
         pin.pin(relay.pid, "0");
         pin.pin(process.pid, "0");
+        pin.pin(bursts.pid, "0");
         pin.pin(runtime.pid, "1");
         await run("pinned");
       } finally {
-        for (const pid of [gateway.pid, floor.pid, relay.pid, runtime.pid, process.pid])
+        for (const pid of [gateway.pid, floor.pid, relay.pid, runtime.pid, process.pid, bursts.pid])
           pin.pin(pid, pin.original);
       }
     } else {
@@ -379,6 +389,7 @@ export async function gatewayStreamingSection(options: GatewayStreamingOptions):
     await gateway?.stop();
     await floor?.stop();
     await relay?.stop();
+    await bursts?.stop();
     await runtime.stop();
     await rm(setup.dir, { recursive: true, force: true });
   }
