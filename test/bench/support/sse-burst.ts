@@ -7,8 +7,8 @@ import { buildCProgram } from "./c-programs.js";
  * connections at once and resolves with each stream's milliseconds from its
  * write to the first read holding a delta. The C process does the sending and
  * the reading, so the clients of a burst cost the core they share with what
- * they measure a few microseconds a stream rather than a Node client's half
- * millisecond.
+ * they measure a few hundredths of a millisecond a stream rather than a Node
+ * client's half millisecond.
  */
 export interface SseBurst {
   pid: number;
