@@ -144,6 +144,13 @@ static void scan(struct stream *s, const char *data, size_t length) {
   s->tail_length = keep_length;
 }
 
+/* Whether a header line (ending in CRLF) holds `word`, case aside. */
+static int line_has(const char *line, const char *word) {
+  const char *found = strcasestr(line, word);
+  const char *end = strstr(line, "\r\n");
+  return found != NULL && (end == NULL || found < end);
+}
+
 static void head_done(struct stream *s) {
   s->text[s->line] = '\0';
   s->status = atoi(s->text + 9); /* "HTTP/1.1 200 ..." */
@@ -151,17 +158,13 @@ static void head_done(struct stream *s) {
   s->remaining = 0;
   for (char *line = strstr(s->text, "\r\n"); line != NULL; line = strstr(line + 2, "\r\n")) {
     char *name = line + 2;
-    if (strncasecmp(name, "transfer-encoding:", 18) == 0 && strcasestr(name, "chunked") != NULL &&
-        strcasestr(name, "chunked") < strstr(name, "\r\n")) {
+    if (strncasecmp(name, "transfer-encoding:", 18) == 0 && line_has(name, "chunked")) {
       s->state = CHUNK_SIZE;
     } else if (strncasecmp(name, "content-length:", 15) == 0) {
       s->remaining = atol(name + 15);
       if (s->state == DONE && s->remaining > 0) s->state = LENGTH_BODY;
     } else if (strncasecmp(name, "connection:", 11) == 0) {
-      char *value = name + 11;
-      char *end = strstr(value, "\r\n");
-      char *close_word = strcasestr(value, "close");
-      s->closes = close_word != NULL && (end == NULL || close_word < end);
+      s->closes = line_has(name, "close");
     }
   }
   s->line = 0;
