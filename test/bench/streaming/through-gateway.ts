@@ -36,8 +36,9 @@ import { threadCpuSeconds } from "./thread-cpu.js";
  * add); the floor (../gateway/bare-proxy.ts relaying chunks: a Node proxy
  * that only relays); both pinned where the gateway is; and the gateway,
  * rotating which goes first, each once every process of the sides is asleep
- * (so that none meets another side's leftovers); a side's p50 is taken over every first token it measured, and
- * the per-round difference of p50s is reported as the spread. The floor
+ * (so that none meets another side's leftovers); a side's p50 is taken over
+ * every first token it measured, and the per-round difference of p50s is
+ * reported as the spread. The floor
  * splits the added time in the same run: floor minus direct is what the two
  * extra loopback hops and a Node process in the path cost, which no change
  * to the gateway removes; through minus floor is the gateway's own work
@@ -75,10 +76,9 @@ interface Point {
  */
 function pointsOf(rounds: number): Point[] {
   return [
-    // A hundred rounds in a quick run: a round of sixteen takes about 0.15 s
-    // with its waits for quiet, and its per-round difference spreads over
-    // tens of ms; thirty rounds moved this point's p50 by more than 1 ms
-    // from run to run.
+    // A hundred rounds in a quick run: at sixteen at once the per-round
+    // difference spreads over tens of ms, and thirty rounds moved the p50
+    // by more than 1 ms from run to run.
     {
       name: "1 client",
       clients: 1,
