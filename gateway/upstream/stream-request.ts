@@ -12,7 +12,7 @@ import type { Readable } from "node:stream";
  * handled everything else its current poll phase brought: other requests'
  * checks, other streams' tokens and endings. A stream's request waited for
  * all of it, 2 to 2.5 ms at the 90th percentile with sixteen clients
- * (docs/streaming.md, "Sixteen at once"). node:http writes a reused
+ * (docs/streaming-measurements.md, "Sixteen at once"). node:http writes a reused
  * socket's request from a `process.nextTick`, right after the handler that
  * sent it. The runtimes are ours, inside the gateway's trust boundary: what
  * the validation guards against, unsolicited bytes from a server, is a

@@ -17,8 +17,9 @@ type Decode = (ids: readonly number[]) => string;
  * `decode`, with the text of each token decoded alone kept. TokenText asks
  * for one token alone at nearly every release (the context the next piece
  * is cut from), and that text never changes; decoding it again cost about
- * 11 µs a token in a decode loop (docs/streaming.md). The map is bounded
- * by the vocabulary, and in practice by the tokens a process has streamed.
+ * 11 µs a token in a decode loop (docs/streaming-measurements.md, "Ninth
+ * session"). The map is bounded by the vocabulary, and in practice by the
+ * tokens a process has streamed.
  */
 export function rememberingSingleTokens(decode: Decode): Decode {
   const alone = new Map<number, string>();

@@ -90,7 +90,8 @@ export async function streamResponse(
   // The body Fastify sends and ends. Frames are written straight to the
   // response once its head is out and nothing waits in `out`: pushed through
   // the Readable and the pipe, a token cost about 10 µs more inside the
-  // decode loop (docs/streaming.md). Until then they wait in `out`, in order.
+  // decode loop (docs/streaming-measurements.md, "Ninth session"). Until
+  // then they wait in `out`, in order.
   const out = new Readable({ read() {} });
   // A client gone mid-stream destroys `out`; the sequence is stopped by the abort signal.
   out.on("error", () => {});

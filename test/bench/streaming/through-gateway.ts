@@ -66,13 +66,14 @@ interface Point {
 /**
  * The target's two points: one client, and sixteen sending at the same
  * instant every round (sixteen streams in flight, as the target has been
- * judged since it was set: the worst case, where the median request waits
- * for eight others' checks). Beside them, informative, sixteen independent
+ * judged since it was set: the worst case, where each request waits for
+ * the ones before it, in the gateway and then in the runtime). Beside them, informative, sixteen independent
  * clients, each pausing about five stream-lengths between its streams, so
  * that arrivals come spread out, as users' do, at a load the gateway's one
  * core carries (a pause as short as a stream offered about 900 streams a
  * second, more than one core's worth of the gateway's CPU per stream with
- * the embedded store: docs/streaming.md).
+ * the embedded store: docs/streaming-measurements.md, "Sixteen at once
+ * (fourth session)").
  */
 function pointsOf(rounds: number): Point[] {
   return [
@@ -183,7 +184,7 @@ interface Measured {
 /**
  * How a round's clients send. "burst": each client sends one stream and all
  * send at the same instant, every round (sixteen simultaneous arrivals: the
- * worst case, where the median request waits for eight others' checks).
+ * worst case, where each request waits for the ones before it).
  * "independent": each client sends `streams` streams one after another,
  * pausing before each for a random time (exponential, mean `meanPauseMs`),
  * as independent users do; the pauses are drawn once per round and every
