@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { readFile } from "node:fs/promises";
+import { statCpuSeconds } from "../support/proc-stat.js";
 
 /**
  * Every server of the benchmark (gateway, runtimes, sink, payment provider)
@@ -133,21 +133,10 @@ function stopChild(child: ChildProcess): Promise<void> {
 
 /** utime + stime from /proc/<pid>/stat, in seconds; clock ticks are 100 Hz on Linux. */
 export async function processCpuSeconds(pid: number): Promise<number> {
-  return cpuSecondsOf(`/proc/${pid}/stat`);
+  return statCpuSeconds(`/proc/${pid}/stat`);
 }
 
 /** The same for one thread: `/proc/<pid>/task/<pid>` is the main thread. */
 export function threadCpuSeconds(pid: number, tid: number): Promise<number> {
-  return cpuSecondsOf(`/proc/${pid}/task/${tid}/stat`);
-}
-
-async function cpuSecondsOf(path: string): Promise<number> {
-  try {
-    const stat = await readFile(path, "utf8");
-    // The command name may hold spaces; the fields after its closing parenthesis are fixed.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return Number.NaN;
-  }
+  return statCpuSeconds(`/proc/${pid}/task/${tid}/stat`);
 }

@@ -1,6 +1,7 @@
 import { readdir, readFile } from "node:fs/promises";
 import pg from "pg";
 import { startPostgresServer } from "../../support/postgres-server.js";
+import { CLOCK_TICKS, statFields } from "../support/proc-stat.js";
 import type { Child } from "./child-process.js";
 
 /**
@@ -25,11 +26,11 @@ export async function startDatabaseServer(): Promise<Child> {
     pid: postmaster,
     pids,
     async cpuSeconds() {
-      const own = await statFields(postmaster);
+      const own = await processTimes(postmaster);
       if (!own) return Number.NaN;
       let seconds = (own.utime + own.stime + own.cutime + own.cstime) / CLOCK_TICKS;
       for (const pid of await childrenOf(postmaster)) {
-        const child = await statFields(pid);
+        const child = await processTimes(pid);
         // A child that ended between the listing and the read was reaped:
         // its time is in the postmaster's cutime by the next reading.
         if (child) seconds += (child.utime + child.stime) / CLOCK_TICKS;
@@ -40,10 +41,7 @@ export async function startDatabaseServer(): Promise<Child> {
   };
 }
 
-/** Linux's USER_HZ, which /proc/<pid>/stat counts in. */
-const CLOCK_TICKS = 100;
-
-interface StatFields {
+interface ProcessTimes {
   ppid: number;
   utime: number;
   stime: number;
@@ -51,11 +49,9 @@ interface StatFields {
   cstime: number;
 }
 
-async function statFields(pid: number): Promise<StatFields | null> {
+async function processTimes(pid: number): Promise<ProcessTimes | null> {
   try {
-    const stat = await readFile(`/proc/${pid}/stat`, "utf8");
-    // The command name may hold spaces; the fields after its closing parenthesis are fixed.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const fields = statFields(await readFile(`/proc/${pid}/stat`, "utf8"));
     return {
       ppid: Number(fields[1]),
       utime: Number(fields[11]),
@@ -71,7 +67,7 @@ async function statFields(pid: number): Promise<StatFields | null> {
 async function childrenOf(parent: number): Promise<number[]> {
   const pids = (await readdir("/proc")).filter((name) => /^\d+$/.test(name)).map(Number);
   const children: number[] = [];
-  for (const pid of pids) if ((await statFields(pid))?.ppid === parent) children.push(pid);
+  for (const pid of pids) if ((await processTimes(pid))?.ppid === parent) children.push(pid);
   return children;
 }
 
@@ -81,7 +77,7 @@ async function postmasterPid(url: string): Promise<number> {
   await client.connect();
   try {
     const { rows } = await client.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
-    const backend = await statFields(rows[0]!.pid);
+    const backend = await processTimes(rows[0]!.pid);
     if (!backend) throw new Error("cannot read the PostgreSQL backend's /proc entry");
     return backend.ppid;
   } finally {

@@ -26,6 +26,7 @@ import {
   testCluster,
 } from "../../support/cluster.js";
 import { startOperatorProcess } from "../../support/operator-process.js";
+import { statCpuSeconds } from "../support/proc-stat.js";
 import { startRun } from "../support/run-clock.js";
 
 const quick = process.argv.includes("--quick");
@@ -143,7 +144,7 @@ async function main(): Promise<void> {
     const sorted = [...times].map((t) => (t - t0) / 1000).sort((a, b) => a - b);
     return `median ${percentile(sorted, 50).toFixed(1)} s, last ${sorted.at(-1)!.toFixed(1)} s`;
   };
-  log(`  operator CPU so far: ${(await cpuSeconds(pid)).toFixed(1)} s`);
+  log(`  operator CPU so far: ${(await statCpuSeconds(`/proc/${pid}/stat`)).toFixed(1)} s`);
   // Who used the 2 cores meanwhile: the control plane's processes, the
   // operator, and this benchmark's own watches.
   const cpuAfter = await controlPlaneCpu();
@@ -151,7 +152,7 @@ async function main(): Promise<void> {
   const shares = [...cpuAfter].map(
     ([name, s]) => `${name} ${(s - (cpuBefore.get(name) ?? 0)).toFixed(1)}`,
   );
-  shares.push(`operator ${(await cpuSeconds(pid)).toFixed(1)}`);
+  shares.push(`operator ${(await statCpuSeconds(`/proc/${pid}/stat`)).toFixed(1)}`);
   shares.push(`benchmark ${((benchCpu.user + benchCpu.system) / 1e6).toFixed(1)}`);
   log(
     `  CPU seconds until all Ready (${(2 * allReadyS).toFixed(0)} available on 2 cores): ${shares.join(", ")}`,
@@ -379,15 +380,11 @@ async function controlPlaneCpu(): Promise<Map<string, number>> {
     const comm = await readFile(`/proc/${entry}/comm`, "utf8").catch(() => "");
     const name = comm.trim();
     if (!CONTROL_PLANE.includes(name)) continue;
-    const s = await cpuSeconds(Number(entry)).catch(() => 0);
-    seconds.set(name, (seconds.get(name) ?? 0) + s);
+    const s = await statCpuSeconds(`/proc/${entry}/stat`);
+    // One that ended between the listing and the read counts nothing.
+    seconds.set(name, (seconds.get(name) ?? 0) + (Number.isNaN(s) ? 0 : s));
   }
   return seconds;
-}
-
-async function cpuSeconds(pid: number): Promise<number> {
-  const fields = (await readFile(`/proc/${pid}/stat`, "utf8")).split(") ")[1]!.split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 function percentile(sorted: readonly number[], p: number): number {

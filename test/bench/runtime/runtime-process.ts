@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
+import { statCpuSeconds } from "../support/proc-stat.js";
 import type { ThroughputOptions } from "../../../runtime/model-service.js";
 import type { LoadOptions } from "../../../runtime/model/load-model.js";
 
@@ -108,15 +109,8 @@ function stopChild(child: ChildProcess): Promise<void> {
 }
 
 /** utime + stime from /proc/<pid>/stat, in seconds; clock ticks are 100 Hz on Linux. */
-export async function processCpuSeconds(pid: number): Promise<number> {
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, "utf8");
-    // The command name may hold spaces; fields after its closing parenthesis are fixed.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return Number.NaN;
-  }
+export function processCpuSeconds(pid: number): Promise<number> {
+  return statCpuSeconds(`/proc/${pid}/stat`);
 }
 
 /** VmRSS and VmHWM from /proc/<pid>/status, which gives them in kB. */

@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from "node:fs";
+import { statFields } from "./proc-stat.js";
 
 /**
  * Waits until every thread of these processes is asleep (none running or
@@ -41,8 +42,7 @@ function allAsleep(pids: readonly number[]): boolean {
       } catch {
         continue;
       }
-      // The state follows the command name, which may itself hold ") ".
-      if (stat.charAt(stat.lastIndexOf(")") + 2) === "R") return false;
+      if (statFields(stat)[0] === "R") return false;
     }
   }
   return true;
