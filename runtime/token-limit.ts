@@ -23,8 +23,11 @@ export function decideTokenLimit(input: TokenLimitInput): TokenLimitDecision {
       ? { kind: "reject", limit: input.maxTokens }
       : { kind: "fits" };
   }
-  // Leave room for the output, but never so much that no input fits at all.
-  const reserve = Math.min(Math.max(0, input.reserve), input.maxTokens - 1);
+  // Room for the output comes out of the input, but at most half the
+  // limit: `max_output_tokens` is an upper bound, and one as long as the
+  // window would otherwise cut a short input down to nothing (a 420 where
+  // `truncation: disabled` answers), for an output the window cannot hold.
+  const reserve = Math.min(Math.max(0, input.reserve), Math.floor(input.maxTokens / 2));
   const budget = input.maxTokens - reserve;
   return input.inputTokens > budget ? { kind: "truncate", budget } : { kind: "fits" };
 }

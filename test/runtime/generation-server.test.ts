@@ -287,6 +287,21 @@ describe("the token limit on a generation model", () => {
     expect(body.usage!.output_tokens).toBe(8);
   });
 
+  it("a max_output_tokens past the limit cuts no short input: it generates to the limit", async () => {
+    for (const truncation of ["auto", "disabled"]) {
+      const response = await truncating.post({
+        model: "tiny-gpt",
+        input: "short",
+        temperature: 0,
+        max_output_tokens: 1024,
+        truncation,
+      });
+      expect(response.status, truncation).toBe(200);
+      const body = await json(response);
+      expect(body.usage!.total_tokens, truncation).toBe(48);
+    }
+  });
+
   it("without max_output_tokens, output stops at the limit", async () => {
     const body = await json(
       await truncating.post({ model: "tiny-gpt", input: "short", temperature: 0 }),

@@ -19,10 +19,16 @@ describe("decideTokenLimit", () => {
       { kind: "truncate", budget: 80 },
     ],
     [{ inputTokens: 80, reserve: 20 }, { kind: "fits" }],
-    // A reserve as large as the limit still leaves one input token.
+    // Output room takes at most half the limit from the input.
+    [{ inputTokens: 5, reserve: 500 }, { kind: "fits" }],
+    [{ inputTokens: 50, reserve: 500 }, { kind: "fits" }],
     [
-      { inputTokens: 5, reserve: 500 },
-      { kind: "truncate", budget: 1 },
+      { inputTokens: 51, reserve: 500 },
+      { kind: "truncate", budget: 50 },
+    ],
+    [
+      { inputTokens: 52, reserve: 50, maxTokens: 101 },
+      { kind: "truncate", budget: 51 },
     ],
     [
       { inputTokens: 101, policy: "error" },
