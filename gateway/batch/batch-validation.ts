@@ -11,7 +11,9 @@ import { fileLines } from "./file-store.js";
  * Validation of a batch input file, line by line, before anything runs:
  * each line must be a request the synchronous route would accept (the same
  * RequestBodySchema, on the API-key route), to the batch's endpoint, with a
- * custom_id of its own and without `stream`. A pure decision per line; a
+ * custom_id of its own, without `stream` and without `previous_response_id`
+ * (a line is answered on its own, from no stored conversation: its earlier
+ * turns go in `input` as messages). A pure decision per line; a
  * custom_id used twice is found by the store (see `validateLines`), so
  * nothing here grows with the file.
  */
@@ -63,12 +65,21 @@ export class BatchLineValidator {
     if (body.stream === true) {
       return fail("stream_unsupported", `Line ${line}: a batch does not stream.`, "body.stream");
     }
+    if (body.previous_response_id !== undefined && body.previous_response_id !== null) {
+      return fail(
+        "conversation_unsupported",
+        `Line ${line}: a batch line is answered on its own, so previous_response_id is not supported; send the earlier turns as messages in input.`,
+        "body.previous_response_id",
+      );
+    }
     const verdict = this.schema.validate(body);
     if ("error" in verdict) {
       const param = verdict.error.param === null ? "body" : `body.${verdict.error.param}`;
       return fail(verdict.error.code, `Line ${line}: ${verdict.error.message}`, param);
     }
-    return { ok: true, customId: custom_id, body: JSON.stringify(body) };
+    // A line's answer is kept in the output file, never as a stored
+    // response, so the response it echoes says `store: false`.
+    return { ok: true, customId: custom_id, body: JSON.stringify({ ...body, store: false }) };
   }
 }
 

@@ -69,7 +69,12 @@ describe("the Batch API with the openai client", () => {
       expect(line.response!.request_id).toBe(line.id);
     }
     const gpt = output[0]!.response!.body;
-    expect(gpt).toMatchObject({ object: "response", model: "tiny-gpt" });
+    // Kept in the output file only: the answer is not a stored response, and says so.
+    expect(gpt).toMatchObject({ object: "response", model: "tiny-gpt", store: false });
+    expect(
+      (await client.responses.retrieve(gpt.id as string).catch((e: { status: number }) => e))
+        .status,
+    ).toBe(404);
     expect(gpt.id).toMatch(/^resp_/);
     expect(Object.keys(output[1]!.response!.body)).toEqual(["sports", "cooking"]);
 
@@ -128,6 +133,7 @@ describe("the Batch API with the openai client", () => {
       { custom_id: "no-input", body: { model: "tiny-gpt" } },
       { custom_id: "get", method: "GET", body: gptLine(8).body },
       { custom_id: "pay-only", body: { model: "tiny-gpt-pay", input: "hi" } },
+      { custom_id: "continues", body: { ...gptLine(10).body, previous_response_id: "resp_1" } },
     ];
     const created = await submit(client, lines);
     const done = await waitFor(client, created.id, finished);
@@ -147,6 +153,7 @@ describe("the Batch API with the openai client", () => {
       7: ["invalid_request", "body.input"],
       8: ["invalid_request", "method"],
       9: ["model_not_found", "body.model"],
+      10: ["conversation_unsupported", "body.previous_response_id"],
     });
     for (const error of done.errors!.data!) expect(error.message).toContain(`Line ${error.line}`);
     // Nothing ran: no usage of it.
