@@ -16,9 +16,39 @@ export const storedInputItemSchema = z.object({
 });
 export type StoredInputItem = z.infer<typeof storedInputItemSchema>;
 
+/**
+ * An input item as listed: an assistant message's `output_text` parts carry
+ * `annotations`, as every output message's do (the OpenAI clients' types
+ * require it). Added when listed, so items stored before it have it too.
+ */
+export const inputItemSchema = storedInputItemSchema.extend({
+  content: z.array(
+    z.union([
+      z.object({ type: z.literal("input_text"), text: z.string() }),
+      z.object({
+        type: z.literal("output_text"),
+        text: z.string(),
+        annotations: z.array(z.never()).describe("Always empty"),
+      }),
+    ]),
+  ),
+});
+export type InputItem = z.infer<typeof inputItemSchema>;
+
+function listed(item: StoredInputItem): InputItem {
+  return {
+    ...item,
+    content: item.content.map((part) =>
+      part.type === "output_text"
+        ? { ...part, type: "output_text", annotations: [] }
+        : { ...part, type: "input_text" },
+    ),
+  };
+}
+
 export const inputItemListSchema = z.object({
   object: z.literal("list"),
-  data: z.array(storedInputItemSchema),
+  data: z.array(inputItemSchema),
   first_id: z.string().nullable(),
   last_id: z.string().nullable(),
   has_more: z.boolean(),
@@ -29,6 +59,21 @@ export const deletedResponseSchema = z.object({
   id: z.string(),
   object: z.literal("response"),
   deleted: z.literal(true),
+});
+
+/**
+ * `GET /v1/responses/{id}`: OpenAI streams a background response back with
+ * `stream=true`. Every response here is answered before it is stored, so it
+ * is retrieved whole: `true` is refused rather than answered with JSON that
+ * a client reading events would take for an empty stream.
+ */
+export const retrieveQuerySchema = z.object({
+  stream: z
+    .enum(["false"], {
+      error: "a stored response is retrieved whole; streaming it back is not supported",
+    })
+    .optional()
+    .describe("Only `false`: a stored response is retrieved whole (`true` is a 400)"),
 });
 
 /** `GET /v1/responses/{id}/input_items`: the query as the OpenAI API takes it. */
@@ -90,7 +135,7 @@ export function pageOfItems(items: readonly StoredInputItem[], query: InputItems
     if (at < 0) return { ok: false, param: "after" };
     start = at + 1;
   }
-  const data = ordered.slice(start, start + query.limit);
+  const data = ordered.slice(start, start + query.limit).map(listed);
   return {
     ok: true,
     list: {

@@ -1,8 +1,10 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { ChatMessage } from "../../api/input-items.js";
+import type { z } from "zod";
 import {
   inputItemsQuerySchema,
   pageOfItems,
+  retrieveQuerySchema,
   storedItemsOf,
   type StoredInputItem,
 } from "../../api/stored-responses.js";
@@ -32,8 +34,18 @@ function idOf(request: FastifyRequest): string {
   return (request.params as { response_id: string }).response_id;
 }
 
+/** The route's query, or the 400 naming its first bad parameter. */
+function queryOf<T extends z.ZodType>(schema: T, request: FastifyRequest): z.infer<T> {
+  const query = schema.safeParse(request.query ?? {});
+  if (query.success) return query.data;
+  const issue = query.error.issues[0]!;
+  const param = String(issue.path[0] ?? "query");
+  throw GatewayErrors.invalidQuery(`Invalid '${param}': ${issue.message}.`, param);
+}
+
 export function retrieveHandler(deps: StoredDeps) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
+    queryOf(retrieveQuerySchema, request);
     const id = idOf(request);
     const row = await deps.responses?.get(id, ownerOfRequest(request));
     if (!row) throw GatewayErrors.responseNotFound(id, null);
@@ -52,17 +64,12 @@ export function deleteHandler(deps: StoredDeps) {
 
 export function inputItemsHandler(deps: StoredDeps) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
-    const query = inputItemsQuerySchema.safeParse(request.query ?? {});
-    if (!query.success) {
-      const issue = query.error.issues[0]!;
-      const param = String(issue.path[0] ?? "query");
-      throw GatewayErrors.invalidQuery(`Invalid '${param}': ${issue.message}.`, param);
-    }
+    const query = queryOf(inputItemsQuerySchema, request);
     const id = idOf(request);
     const row = await deps.responses?.get(id, ownerOfRequest(request));
     if (!row) throw GatewayErrors.responseNotFound(id, null);
-    const page = pageOfItems(JSON.parse(row.inputItems) as StoredInputItem[], query.data);
-    if (!page.ok) throw GatewayErrors.inputItemNotFound(query.data.after ?? "");
+    const page = pageOfItems(JSON.parse(row.inputItems) as StoredInputItem[], query);
+    if (!page.ok) throw GatewayErrors.inputItemNotFound(query.after ?? "");
     return reply.send(page.list);
   };
 }

@@ -5,6 +5,7 @@ import {
   deletedResponseSchema,
   inputItemListSchema,
   inputItemsQuerySchema,
+  retrieveQuerySchema,
   responseIdParamSchema,
 } from "../../api/stored-responses.js";
 import { RATE_LIMIT_HEADERS, REQUEST_ID, RETRY_AFTER } from "./common-responses.js";
@@ -164,6 +165,23 @@ function storedRoutes(prefix: string, paid: boolean): RouteSpec[] {
         description: "The stored response",
         schema: responsesResponseSchema,
         headers: [REQUEST_ID],
+      },
+      {
+        query: retrieveQuerySchema,
+        responses: {
+          200: {
+            description: "The stored response",
+            schema: responsesResponseSchema,
+            headers: [REQUEST_ID],
+          },
+          400: {
+            description:
+              "`stream=true`: a stored response is retrieved whole (`error.param`: `stream`)",
+            schema: errorEnvelopeSchema,
+            headers: [REQUEST_ID],
+          },
+          ...errorsOf(paid),
+        },
       },
     ),
     route(

@@ -89,8 +89,9 @@ describe("stored responses on the API-key route", () => {
     expect(all.data[1]).toMatchObject({
       type: "message",
       role: "assistant",
-      content: [{ type: "output_text", text: "two" }],
+      content: [{ type: "output_text", text: "two", annotations: [] }],
     });
+    expect(all.data[0]!.content[0]).toEqual({ type: "input_text", text: "three" });
     expect(all.first_id).toBe(all.data[0]!.id);
     expect(all.last_id).toBe(all.data[2]!.id);
 
@@ -102,6 +103,17 @@ describe("stored responses on the API-key route", () => {
     );
     expect(rest.data.map((i) => i.content[0]!.text)).toEqual(["three"]);
     expect(rest.has_more).toBe(false);
+  });
+
+  it("refuses to stream a stored response back, naming `stream`", async () => {
+    const { id } = await created(ASK);
+    const res = await get(`/v1/responses/${id}?stream=true`);
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as Record<string, unknown>;
+    expect(Object.keys(body)).toEqual(["error"]);
+    expect(body.error).toMatchObject({ param: "stream", code: "invalid_query" });
+    expect((body.error as { message: string }).message).toMatch(/retrieved whole/);
+    expect((await get(`/v1/responses/${id}?stream=false`)).status).toBe(200);
   });
 
   it("refuses a query out of range naming the parameter", async () => {
