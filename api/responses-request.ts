@@ -156,6 +156,24 @@ const textFormatSchema = z.looseObject({
   }),
 });
 
+/**
+ * The OpenAI API takes `null` for an optional field as not given, and its
+ * clients send it so (Python's `instructions=None`): here too, the field's
+ * default then applies. Declared nullable, so the OpenAPI document says so.
+ */
+function absentIfNull<T extends z.ZodType>(schema: T) {
+  return schema
+    .nullable()
+    .transform((value) => value ?? undefined)
+    .optional();
+}
+function defaultIfNull<T extends z.ZodType>(schema: T, fallback: z.util.NoUndefined<z.output<T>>) {
+  return schema
+    .nullable()
+    .default(fallback)
+    .transform((value): z.output<T> => value ?? fallback);
+}
+
 /** The fields every task shares. */
 const commonShape = {
   model: z.string().min(1, "model must not be empty"),
@@ -167,7 +185,7 @@ const commonShape = {
       description:
         "A string, or (text generation) a list of message items as the OpenAI clients send a conversation: `role` user, assistant, system or developer, `content` a string or text parts",
     }),
-  instructions: z.string().optional(),
+  instructions: absentIfNull(z.string()),
   max_output_tokens: z
     .number()
     .int()
@@ -175,16 +193,16 @@ const commonShape = {
     .max(MAX_OUTPUT_TOKENS_CAP, `must be at most ${MAX_OUTPUT_TOKENS_CAP}`)
     .nullable()
     .optional(),
-  parallel_tool_calls: z.boolean().default(true),
+  parallel_tool_calls: defaultIfNull(z.boolean(), true),
   previous_response_id: z.string().nullable().optional(),
-  store: z.boolean().default(true),
+  store: defaultIfNull(z.boolean(), true),
   temperature: z.number().min(0).max(2).nullable().optional(),
   top_p: z.number().gt(0).max(1).nullable().optional(),
-  truncation: z.enum(["auto", "disabled"]).default("auto"),
+  truncation: defaultIfNull(z.enum(["auto", "disabled"]), "auto"),
   categories: z.array(z.string()).optional(),
   multilingual: z.boolean().optional(),
-  metadata: metadataSchema.optional(),
-  text: z.looseObject({ format: textFormatSchema.optional() }).optional(),
+  metadata: absentIfNull(metadataSchema),
+  text: absentIfNull(z.looseObject({ format: textFormatSchema.optional() })),
   // True answers text/event-stream with the Responses API's events (api/stream-events.ts).
   stream: z.boolean().nullable().optional(),
 };
@@ -253,11 +271,14 @@ export const classificationRequestSchema = z
       .optional(),
     stream: answersInOnePiece,
   })
+  // Plain objects: each side keeps only the keys it checks, so a field the
+  // left side turns into its default (a null `store`, say) meets no raw
+  // copy of itself here, which zod could not merge.
   .and(
     z.union(
       [
-        z.looseObject({ categories: z.array(z.string()).min(1) }),
-        z.looseObject({
+        z.object({ categories: z.array(z.string()).min(1) }),
+        z.object({
           categories: z.array(z.string()).max(0).optional(),
           instructions: labelList,
         }),
@@ -357,7 +378,7 @@ export const entityExtractionRequestSchema = z.looseObject({
     CLASSIFIER_INPUT_MAX,
     (n) => `${n} characters; an entity extractor takes 1 to ${CLASSIFIER_INPUT_MAX}`,
   ),
-  metadata: extractionMetadataSchema.optional(),
+  metadata: absentIfNull(extractionMetadataSchema),
   stream: answersInOnePiece,
 });
 

@@ -157,7 +157,12 @@ function envelope(
     text: { format: { type: "text" } },
     tool_choice: "auto",
     tools: [],
-    user: null,
+    // Not a field of spec 2.1 but one the OpenAI clients send (an end
+    // user's id); echoed as the OpenAI API echoes it.
+    user:
+      typeof (request as { user?: unknown }).user === "string"
+        ? (request as { user: string }).user
+        : null,
   };
 }
 

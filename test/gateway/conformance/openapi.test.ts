@@ -239,6 +239,19 @@ describe("openapi · 2.1 · the request body schema", () => {
   /** The text-generation variant: the general ResponsesRequest of spec 2.1. */
   const body = (route: Route) => variant(route, "Text generation request");
   const props = (route: Route) => body(route).properties as Record<string, Json>;
+  /**
+   * A nullable field's schema without its null: zod writes `T | null` as
+   * `anyOf: [T, {type: "null"}]`, or for a plain type `type: [T, "null"]`.
+   */
+  const nonNull = (schema: Json): Json => {
+    const members = schema.anyOf as Json[] | undefined;
+    if (members) {
+      expect(members).toContainEqual({ type: "null" });
+      return { ...schema, ...members.find((member) => member.type !== "null")! };
+    }
+    expect(schema.type).toEqual(expect.arrayContaining(["null"]));
+    return { ...schema, type: (schema.type as string[]).find((type) => type !== "null") };
+  };
   /** Every `model` enum of the classifier variant, wherever its combinators put the object. */
   const classifierModels = (route: Route) => {
     const enums: string[][] = [];
@@ -301,21 +314,23 @@ describe("openapi · 2.1 · the request body schema", () => {
 
   it("openapi · 2.1 · defaults and allowed values are documented", () => {
     const p1 = props("api-key");
-    expect(p1.parallel_tool_calls).toMatchObject({ type: "boolean", default: true });
-    expect(p1.store).toMatchObject({ type: "boolean", default: true });
-    expect(p1.truncation).toMatchObject({ default: "auto" });
-    expect((p1.truncation!.enum as string[]).sort()).toEqual(["auto", "disabled"]);
+    // Optional fields take null as not given, as the OpenAI API does: each is nullable.
+    expect(nonNull(p1.parallel_tool_calls!)).toMatchObject({ type: "boolean", default: true });
+    expect(nonNull(p1.store!)).toMatchObject({ type: "boolean", default: true });
+    expect(nonNull(p1.truncation!)).toMatchObject({ default: "auto" });
+    expect((nonNull(p1.truncation!).enum as string[]).sort()).toEqual(["auto", "disabled"]);
     expect(p1.categories).toMatchObject({ type: "array", items: { type: "string" } });
     expect(p1.multilingual).toMatchObject({ type: "boolean" });
-    expect(p1.metadata).toMatchObject({ type: "object" });
-    const format = ((p1.text!.properties as Json).format as Json).properties as Json;
+    expect(nonNull(p1.metadata!)).toMatchObject({ type: "object" });
+    expect(nonNull(p1.instructions!)).toMatchObject({ type: "string" });
+    const format = ((nonNull(p1.text!).properties as Json).format as Json).properties as Json;
     expect(format.type).toMatchObject({ enum: ["text"] });
   });
 
   it("openapi · 2.1 · says exactly what is accepted: metadata pairs, string values, the output cap", () => {
     const p1 = props("api-key");
     // Spec 2.1: "object, string values", at most 16 pairs, keys up to 64.
-    expect(p1.metadata).toMatchObject({
+    expect(nonNull(p1.metadata!)).toMatchObject({
       maxProperties: 16,
       propertyNames: { maxLength: 64 },
       additionalProperties: { type: "string", maxLength: 512 },

@@ -61,6 +61,20 @@ describe("2.1 · ResponsesRequest fields accepted and echoed", () => {
         format: { type: "text" },
       },
     ],
+    ["user absent is null", {}, "user", null],
+    ["user (string, an OpenAI client's field) is echoed", { user: "u-1" }, "user", "u-1"],
+    // null, as the OpenAI clients send a field set to None: not given.
+    ["instructions (null) is not given", { instructions: null }, "instructions", null],
+    [
+      "parallel_tool_calls (null) defaults to true",
+      { parallel_tool_calls: null },
+      "parallel_tool_calls",
+      true,
+    ],
+    ["store (null) defaults to true", { store: null }, "store", true],
+    ["truncation (null) defaults to auto", { truncation: null }, "truncation", "auto"],
+    ["metadata (null) is not given", { metadata: null }, "metadata", {}],
+    ["text (null) is not given", { text: null }, "text", { format: { type: "text" } }],
   ])("2.1 · %s", async (_name, extra, field, expected) => {
     const { temperature: _t, max_output_tokens: _m, ...base } = GEN;
     const body = { ...base, max_output_tokens: 2, temperature: 0, ...extra };
@@ -199,6 +213,13 @@ describe("2.1 · metadata limits (16 pairs, key 64, value 512)", () => {
 });
 
 describe("2.1 · classifier model variant (tiny-nli)", () => {
+  it("2.1 · classifier · null optional fields are taken as not given", async () => {
+    const nulls = { instructions: null, metadata: null, store: null, truncation: null, text: null };
+    const answer = await read(p.api({ ...NLI, ...nulls }));
+    expect(answer.status).toBe(200);
+    expect(Object.keys(answer.body).sort()).toEqual([...NLI.categories].sort());
+  });
+
   it("2.1 · classifier · model fixed to the classifier's id answers the label-to-score object", async () => {
     const answer = await read(p.api(NLI));
     expect(answer.status).toBe(200);

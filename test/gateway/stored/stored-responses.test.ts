@@ -75,6 +75,12 @@ describe("stored responses on the API-key route", () => {
     expect(await res.json()).toEqual(answer);
   });
 
+  it("stores a response whose store is null, as the default says", async () => {
+    const answer = await created({ ...ASK, store: null });
+    expect(answer.store).toBe(true);
+    expect((await get(`/v1/responses/${answer.id}`)).status).toBe(200);
+  });
+
   it("lists input items newest first by default and pages with after and limit", async () => {
     const input = [
       { role: "user", content: "one" },
