@@ -5,6 +5,9 @@ import { defineError } from "../lib/coded-error.js";
  * gateway/pay/pay-errors.ts). Codes are stable and listed in docs/errors.md.
  * Authentication failures never say which part of a credential was wrong.
  */
+/** The header a request names its project in: the spec's, or the OpenAI clients'. */
+export type ProjectHeader = "x-project-id" | "openai-project";
+
 export const GatewayErrors = {
   modelNotFound: defineError(
     "model_not_found",
@@ -50,14 +53,16 @@ export const GatewayErrors = {
     "invalid_api_key",
     401,
     "authentication_error",
-    () => "Missing or invalid API key. Send it in the x-api-key header.",
+    () =>
+      "Missing or invalid API key. Send it in the x-api-key header, or as Authorization: Bearer <key>.",
   ),
   projectForbidden: defineError(
     "project_forbidden",
     403,
     "permission_error",
-    () => "This API key may not use the project in x-project-id.",
-    () => ({ param: "x-project-id" }),
+    (header: ProjectHeader = "x-project-id") =>
+      `This API key may not use the project in ${header}.`,
+    (header: ProjectHeader = "x-project-id") => ({ param: header }),
   ),
   /** A usage query parameter that is unknown, malformed or out of range; `param` names it. */
   invalidQuery: defineError(

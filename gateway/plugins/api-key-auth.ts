@@ -1,7 +1,7 @@
 import type { FastifyRequest } from "fastify";
 import type { CodedError } from "../../lib/coded-error.js";
 import type { KeyStore } from "../auth/key-store.js";
-import { GatewayErrors } from "../errors.js";
+import { GatewayErrors, type ProjectHeader } from "../errors.js";
 
 /**
  * API-key routes (spec 5.1): `x-api-key` (or the OpenAI clients'
@@ -24,8 +24,9 @@ export function authenticateApiKey(keys: KeyStore): (request: FastifyRequest) =>
     const { key } = result;
     // Who called goes on every later line of this request (cheaper than a child logger).
     request.logFields = { keyId: key.id, account: key.account };
-    const decision = keys.authorizeProject(key, request.headers["x-project-id"]);
-    if (!decision.ok) return GatewayErrors.projectForbidden();
+    const { header, value } = projectOf(request);
+    const decision = keys.authorizeProject(key, value);
+    if (!decision.ok) return GatewayErrors.projectForbidden(header);
     const project = decision.project ?? null;
     request.caller = {
       kind: "api-key",
@@ -38,6 +39,20 @@ export function authenticateApiKey(keys: KeyStore): (request: FastifyRequest) =>
     };
     return null;
   };
+}
+
+/**
+ * `x-project-id`, or the OpenAI clients' `OpenAI-Project` (sent when a
+ * client is made with a project) when that is absent: as with the key, the
+ * spec's header wins.
+ */
+function projectOf(request: FastifyRequest): {
+  header: ProjectHeader;
+  value: string | string[] | undefined;
+} {
+  const own = request.headers["x-project-id"];
+  if (own !== undefined && own !== "") return { header: "x-project-id", value: own };
+  return { header: "openai-project", value: request.headers["openai-project"] };
 }
 
 /** `x-api-key`, or the OpenAI clients' `Authorization: Bearer <key>`. */

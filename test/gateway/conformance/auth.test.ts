@@ -68,6 +68,19 @@ describe("5.1 · API-key route", () => {
     else expectErrorEnvelope(answer, 403, "project_forbidden");
   });
 
+  it("5.1 · OpenAI-Project (the OpenAI clients' header) names the project when x-project-id is absent", async () => {
+    const as = (headers: Record<string, string>) =>
+      read(p.api(GEN, { key: p.keys.acme.key, headers }));
+    expect((await as({ "openai-project": "web" })).status).toBe(200);
+    const refused = await as({ "openai-project": "lab" });
+    expectErrorEnvelope(refused, 403, "project_forbidden");
+    expect(errorOf(refused.body).param).toBe("openai-project");
+    // The spec's header wins, as x-api-key wins over Authorization.
+    expect((await as({ "x-project-id": "web", "openai-project": "lab" })).status).toBe(200);
+    const own = await as({ "x-project-id": "lab", "openai-project": "web" });
+    expect(errorOf(own.body).param).toBe("x-project-id");
+  });
+
   it("5.1 · a bad key with a project is 401, not 403 (the key is checked first)", async () => {
     const answer = await read(
       p.api(GEN, { key: p.keys.revoked.key, headers: { "x-project-id": "lab" } }),
