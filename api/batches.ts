@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { fileIdSchema } from "./files.js";
+import { EXPIRES_AFTER_SECONDS, fileIdSchema } from "./files.js";
 
 /**
  * The Batch API, in the shape of OpenAI's (`/v1/batches`): a `batch` file of
@@ -37,6 +37,19 @@ export const createBatchRequestSchema = z
     endpoint: z.enum(BATCH_ENDPOINTS),
     completion_window: z.enum(COMPLETION_WINDOWS),
     metadata: batchMetadataSchema.nullable().optional(),
+    output_expires_after: z
+      .object({
+        anchor: z.literal("created_at").describe("The output file's creation: the only anchor"),
+        seconds: z
+          .number()
+          .int()
+          .min(EXPIRES_AFTER_SECONDS.min)
+          .max(EXPIRES_AFTER_SECONDS.max)
+          .describe("One hour to thirty days"),
+      })
+      .strict()
+      .optional()
+      .describe("How long the output and error files are kept (default: thirty days)"),
   })
   .strict()
   .describe("CreateBatchRequest");

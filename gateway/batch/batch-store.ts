@@ -57,6 +57,8 @@ export interface NewBatch {
   metadata: Record<string, string> | null;
   createdAt: Date;
   expiresAt: Date;
+  /** How long its output and error files are kept; null: the default. */
+  outputExpiresAfterSeconds: number | null;
 }
 
 export async function createBatch(
@@ -78,6 +80,7 @@ export async function createBatch(
       errors: null,
       created_at: batch.createdAt,
       expires_at: batch.expiresAt,
+      output_expires_after_seconds: batch.outputExpiresAfterSeconds,
     })
     .returningAll()
     .executeTakeFirstOrThrow();

@@ -87,6 +87,7 @@ type Outcome =
   | { state: "completed" | "failed"; line: BatchOutputLine; ledger: LedgerEntry | null }
   | { state: "retry" };
 
+/** How long output and error files are kept when the batch names no `output_expires_after`. */
 const OUTPUT_FILE_DAYS = 30;
 /** The counter row of the lines a finalization fails (a worker's own is its id). */
 const FINAL_SLOT = "final";
@@ -317,7 +318,9 @@ export class BatchWorker {
         purpose: "batch_output" as const,
         filename: `${batch.id}_${kind}.jsonl`,
         createdAt: now,
-        expiresAt: new Date(now.getTime() + OUTPUT_FILE_DAYS * 86_400_000),
+        expiresAt: new Date(
+          now.getTime() + (batch.output_expires_after_seconds ?? OUTPUT_FILE_DAYS * 86_400) * 1000,
+        ),
       });
       const outputId = (await hasLines(trx, batch.id, "completed"))
         ? await writeGeneratedFile(trx, file("output"), resultsOf(trx, batch.id, "completed"))

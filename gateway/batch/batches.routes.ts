@@ -153,6 +153,7 @@ export function batchHandlers(
         metadata: body.metadata ?? null,
         createdAt,
         expiresAt: new Date(createdAt.getTime() + options.windowSeconds * 1000),
+        outputExpiresAfterSeconds: body.output_expires_after?.seconds ?? null,
       });
       return batchObject(db, row);
     },

@@ -132,6 +132,8 @@ export interface BatchesTable {
   expired_at: Timestamp | null;
   cancelling_at: Timestamp | null;
   cancelled_at: Timestamp | null;
+  /** How long the output and error files are kept; null: thirty days. */
+  output_expires_after_seconds: ColumnType<number | null, number | null | undefined, never>;
 }
 
 export interface BatchLinesTable {

@@ -5,6 +5,7 @@ import * as storedResponses from "./0003-stored-responses.js";
 import * as filesAndBatches from "./0004-files-and-batches.js";
 import * as cachedTokens from "./0005-cached-tokens.js";
 import * as batchCounts from "./0006-batch-counts.js";
+import * as batchOutputExpiry from "./0007-batch-output-expiry.js";
 
 /**
  * Every migration, by name, in the order they apply. Listed here rather than
@@ -19,4 +20,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0004-files-and-batches": filesAndBatches,
   "0005-cached-tokens": cachedTokens,
   "0006-batch-counts": batchCounts,
+  "0007-batch-output-expiry": batchOutputExpiry,
 };

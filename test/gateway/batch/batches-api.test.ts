@@ -1,10 +1,11 @@
-import OpenAI from "openai";
+import OpenAI, { toFile } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { costOf } from "../../../gateway/metering/cost.js";
 import { startPlatform, type Platform } from "../support/platform.js";
 import {
   finished,
   gptLine,
+  jsonlOf,
   linesOf,
   nliLine,
   openaiClient,
@@ -90,6 +91,8 @@ describe("the Batch API with the openai client", () => {
       purpose: "batch_output",
       filename: `${done.id}_output.jsonl`,
     });
+    // Without output_expires_after, kept thirty days.
+    expect(outputFile.expires_at! - outputFile.created_at).toBe(2_592_000);
 
     // One ledger row per completed line, as batch usage, at half the model's prices.
     const db = await p.components.store.db();
@@ -120,6 +123,38 @@ describe("the Batch API with the openai client", () => {
     const listed: string[] = [];
     for await (const batch of client.batches.list({ limit: 1 })) listed.push(batch.id);
     expect(listed).toContain(done.id);
+  });
+
+  it("keeps the output and error files for output_expires_after, as OpenAI's Batch API does", async () => {
+    const file = await client.files.create({
+      file: await toFile(
+        jsonlOf([
+          gptLine(1),
+          { custom_id: "bad", body: { model: "tiny-gpt", input: "x".repeat(400) } },
+        ]),
+        "input.jsonl",
+      ),
+      purpose: "batch",
+    });
+    const create = (seconds: number) =>
+      client.batches.create({
+        input_file_id: file.id,
+        endpoint: "/v1/responses",
+        completion_window: "24h",
+        output_expires_after: { anchor: "created_at", seconds },
+      });
+    for (const seconds of [60, 2_592_001]) {
+      const refused = await create(seconds).catch(
+        (error: { status: number; param: string }) => error,
+      );
+      expect(refused).toMatchObject({ status: 400, param: "output_expires_after.seconds" });
+    }
+    const done = await waitFor(client, (await create(7200)).id, finished);
+    expect(done.status).toBe("completed");
+    for (const id of [done.output_file_id, done.error_file_id]) {
+      const kept = await client.files.retrieve(id!);
+      expect(kept.expires_at! - kept.created_at, id ?? "").toBe(7200);
+    }
   });
 
   it("fails a malformed file before anything runs, listing each bad line and why", async () => {

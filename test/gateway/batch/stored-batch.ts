@@ -56,5 +56,6 @@ export async function storedBatch(
     metadata: null,
     createdAt: new Date(),
     expiresAt: new Date(Date.now() + 86_400_000),
+    outputExpiresAfterSeconds: null,
   });
 }
