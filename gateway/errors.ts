@@ -16,6 +16,14 @@ export const GatewayErrors = {
     (model: string) => `The model '${model}' does not exist or is not served on this route.`,
     () => ({ param: "model" }),
   ),
+  /** `GET /v1/models/{model}` for a model the key cannot call: a 404, as OpenAI's. */
+  modelNotFoundById: defineError(
+    "model_not_found",
+    404,
+    "invalid_request_error",
+    (model: string) => `The model '${model}' does not exist or is not served on this route.`,
+    () => ({ param: "model" }),
+  ),
   /**
    * A stored response that is not the caller's to see: missing, another
    * caller's, deleted, expired or made with `store: false` all read alike.

@@ -20,6 +20,8 @@ export interface RoutableModel {
   prices: ModelPrices;
   /** Base URLs of ready runtime endpoints, e.g. http://10.244.1.5:8080. */
   endpoints: readonly string[];
+  /** When its InferenceModel was created, in Unix seconds (0 when it says not): `GET /v1/models`. */
+  created: number;
 }
 
 export interface ModelPrices {
@@ -52,7 +54,15 @@ export function routableModel(object: InferenceModel, endpoints: readonly string
     serviceSlug: object.spec.pricing?.serviceSlug ?? id,
     prices: pricesOf(object),
     endpoints,
+    created: createdOf(object),
   };
+}
+
+function createdOf(object: InferenceModel): number {
+  // A loose object: Kubernetes sets it; a models folder's YAML may not.
+  const stamp = (object.metadata as { creationTimestamp?: unknown }).creationTimestamp;
+  const at = typeof stamp === "string" ? Date.parse(stamp) : NaN;
+  return Number.isNaN(at) ? 0 : Math.floor(at / 1000);
 }
 
 function pricesOf(object: InferenceModel): ModelPrices {

@@ -55,6 +55,8 @@ export type RouteAction =
   | "list-input-items"
   | "usage-completions"
   | "usage-costs"
+  | "list-models"
+  | "retrieve-model"
   | "files-and-batches";
 
 /** A path parameter (`{name}` in `path`). */

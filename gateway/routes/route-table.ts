@@ -20,6 +20,8 @@ import { deleteHandler, inputItemsHandler, retrieveHandler } from "./stored-resp
 import { paidStoredResponseRoutes, storedResponseRoutes } from "./stored-responses.route.js";
 import { usageHandlers, type UsageDeps } from "./usage.handler.js";
 import { completionsUsageRoute, costsRoute } from "./usage.route.js";
+import { modelHandlers } from "./models.handler.js";
+import { modelRoutes } from "./models.route.js";
 
 /** Every route of the API, in the order the OpenAPI document lists them. */
 export const ROUTES: readonly RouteSpec[] = [
@@ -29,6 +31,7 @@ export const ROUTES: readonly RouteSpec[] = [
   ...paidStoredResponseRoutes,
   completionsUsageRoute,
   costsRoute,
+  ...modelRoutes,
   ...FILE_ROUTES,
   ...BATCH_ROUTES,
 ];
@@ -70,6 +73,7 @@ export function registerRoutes(
   hooksOf: HooksOf,
 ): void {
   const usage = usageHandlers(deps);
+  const models = modelHandlers(deps.registry);
   const handlers: Record<Exclude<RouteAction, "files-and-batches">, RouteHandler> = {
     infer: inferenceHandler(deps),
     retrieve: retrieveHandler(deps),
@@ -77,6 +81,8 @@ export function registerRoutes(
     "list-input-items": inputItemsHandler(deps),
     "usage-completions": (request) => usage.completionsUsage(request),
     "usage-costs": (request) => usage.costs(request),
+    "list-models": () => models.list(),
+    "retrieve-model": (request) => models.retrieve(request),
   };
   for (const spec of ROUTES) {
     const { modelRoute } = spec.config;

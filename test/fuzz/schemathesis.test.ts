@@ -103,6 +103,7 @@ describe.runIf(SCHEMATHESIS !== undefined)("Schemathesis over /openapi.json (eve
     "/pay/v1/responses",
     "/v1/organization/usage/completions",
     "/v1/organization/costs",
+    "/v1/models",
     "/v1/files",
     "/v1/batches",
   ].filter((path) => !only || only.includes(path));

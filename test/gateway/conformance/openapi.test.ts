@@ -65,7 +65,7 @@ describe("openapi · the document", () => {
     expect(typeof (doc.info as Json).version).toBe("string");
   });
 
-  it("openapi · 4 · documents the model paths, the stored-response paths the usage paths, and the Files and Batch paths", () => {
+  it("openapi · 4 · documents the model paths, the stored-response paths, the usage paths, the models list, and the Files and Batch paths", () => {
     const stored = (prefix: string) => [
       `${prefix}/v1/responses/{response_id}`,
       `${prefix}/v1/responses/{response_id}/input_items`,
@@ -76,6 +76,8 @@ describe("openapi · the document", () => {
         ...stored(""),
         ...stored("/pay"),
         ...USAGE_PATHS,
+        "/v1/models",
+        "/v1/models/{model}",
         ...FILES_AND_BATCH_PATHS,
       ].sort(),
     );

@@ -88,6 +88,7 @@ describe("the registry's file source", () => {
       serviceSlug: "s",
       prices: FREE,
       endpoints: [],
+      created: 0,
     };
     registry.replaceAll([
       { ...base, id: "same", key: "ns-b/x" },

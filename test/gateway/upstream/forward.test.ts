@@ -62,6 +62,7 @@ function model(endpoints: string[], timeoutMs = 5_000): RoutableModel {
     serviceSlug: "m",
     prices: FREE,
     endpoints,
+    created: 0,
   };
 }
 

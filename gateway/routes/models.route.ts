@@ -1,0 +1,77 @@
+import { errorEnvelopeSchema, internalErrorSchema } from "../../api/error-envelope.js";
+import { modelIdParamSchema, modelListSchema, modelObjectSchema } from "../../api/models.js";
+import { RATE_LIMIT_HEADERS, REQUEST_ID, RETRY_AFTER } from "./common-responses.js";
+import type { GatewayRouteConfig } from "./route-config.js";
+import type { ResponseSpec, RouteSpec } from "./route-spec.js";
+
+/**
+ * The models a key may call (docs/gateway.md): read from the registry, on
+ * the API-key route only. Rate limited like the key's other requests;
+ * neither metered nor billed.
+ */
+const config: GatewayRouteConfig = {
+  auth: "api-key",
+  rateLimit: "api-key",
+  metering: "none",
+  modelRoute: null,
+  metricsName: "models",
+  errorBody: "envelope",
+};
+
+const KEY = {
+  name: "x-api-key",
+  required: true,
+  description: "The caller's API key. `Authorization: Bearer <key>` is accepted as an alias.",
+};
+
+const envelope = (description: string, extra = [REQUEST_ID]): ResponseSpec => ({
+  description,
+  schema: errorEnvelopeSchema,
+  headers: extra,
+});
+
+const errors: Record<number, ResponseSpec> = {
+  401: envelope("Missing, malformed, unknown or revoked API key"),
+  403: envelope("The key's account may not use the project in x-project-id"),
+  408: envelope("The request was not received in full within the gateway's request timeout"),
+  429: envelope("Rate limited", [REQUEST_ID, RETRY_AFTER, ...RATE_LIMIT_HEADERS]),
+  500: {
+    description: "Unexpected server error",
+    schema: internalErrorSchema,
+    headers: [REQUEST_ID],
+  },
+};
+
+export const modelRoutes: readonly RouteSpec[] = [
+  {
+    method: "GET",
+    path: "/v1/models",
+    operationId: "listModels",
+    summary: "List the models (API key)",
+    description:
+      "The models served on `/v1/responses`, in the shape of OpenAI's models API: each `id` is a `model` value to send.",
+    config,
+    action: "list-models",
+    requestHeaders: [KEY, REQUEST_ID],
+    responses: {
+      200: { description: "The models", schema: modelListSchema, headers: [REQUEST_ID] },
+      ...errors,
+    },
+  },
+  {
+    method: "GET",
+    path: "/v1/models/{model}",
+    operationId: "retrieveModel",
+    summary: "Retrieve a model (API key)",
+    description: "One model served on `/v1/responses`.",
+    config,
+    action: "retrieve-model",
+    pathParams: [{ name: "model", description: "The model's id", schema: modelIdParamSchema }],
+    requestHeaders: [KEY, REQUEST_ID],
+    responses: {
+      200: { description: "The model", schema: modelObjectSchema, headers: [REQUEST_ID] },
+      404: envelope("No model has this id on this route (`model_not_found`, `param: model`)"),
+      ...errors,
+    },
+  },
+];
