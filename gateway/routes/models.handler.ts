@@ -14,7 +14,7 @@ export function modelHandlers(registry: ModelRegistry) {
     owned_by: model.key.slice(0, model.key.indexOf("/")),
   });
   return {
-    list: async () => ({
+    list: () => ({
       object: "list" as const,
       data: registry
         .list()
@@ -22,7 +22,7 @@ export function modelHandlers(registry: ModelRegistry) {
         .map(objectOf)
         .sort((a, b) => a.id.localeCompare(b.id)),
     }),
-    retrieve: async (request: FastifyRequest) => {
+    retrieve: (request: FastifyRequest) => {
       const { model: id } = request.params as { model: string };
       const model = registry.resolve(id);
       if (!served(model)) throw GatewayErrors.modelNotFoundById(id);

@@ -81,8 +81,9 @@ export function registerRoutes(
     "list-input-items": inputItemsHandler(deps),
     "usage-completions": (request) => usage.completionsUsage(request),
     "usage-costs": (request) => usage.costs(request),
-    "list-models": () => models.list(),
-    "retrieve-model": (request) => models.retrieve(request),
+    // Synchronous reads of the registry; a refusal thrown becomes the rejection.
+    "list-models": () => Promise.resolve(models.list()),
+    "retrieve-model": (request) => new Promise((resolve) => resolve(models.retrieve(request))),
   };
   for (const spec of ROUTES) {
     const { modelRoute } = spec.config;
