@@ -89,6 +89,8 @@ export const DEFAULT_BATCH_WINDOW_SECONDS = 24 * 3600;
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 export const DEFAULT_REQUEST_TIMEOUT_SECONDS = 30;
+/** The longest path parameter the router takes (Fastify's default); ids are far shorter. */
+const MAX_PARAM_LENGTH = 100;
 /** 200 MB in 15 minutes: about 1.8 Mbit/s. */
 export const DEFAULT_UPLOAD_TIMEOUT_SECONDS = 900;
 
@@ -117,6 +119,17 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
     }),
     // Connections from a load balancer are long-lived; keep them open.
     keepAliveTimeout: 65_000,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // What the router refuses before any route or hook runs, answered at the
+    // one error edge with a request id rather than in Fastify's own body.
+    frameworkErrors: (error, request, reply) => {
+      stampRequestId(request, reply);
+      const answer =
+        error.code === "FST_ERR_MAX_PARAM_LENGTH"
+          ? HttpErrors.paramTooLong(MAX_PARAM_LENGTH)
+          : HttpErrors.badUrl();
+      void sendError(answer, request, reply, deps.now, true);
+    },
     ...slowClientOptions(
       requestTimeoutSeconds,
       deps.uploadTimeoutSeconds ?? DEFAULT_UPLOAD_TIMEOUT_SECONDS,

@@ -18,7 +18,7 @@ import {
 import { isCodedError, type CodedError } from "../../lib/coded-error.js";
 import { errorText } from "../../lib/error-text.js";
 import { HttpErrors } from "../../lib/http/http-errors.js";
-import { REQUEST_ID } from "../routes/common-responses.js";
+import { API_KEY_HEADER, REQUEST_ID } from "../routes/common-responses.js";
 import type { GatewayRouteConfig } from "../routes/route-config.js";
 import {
   linksById,
@@ -63,11 +63,7 @@ const FILE_UPLOAD_ROUTE_CONFIG: GatewayRouteConfig = Object.freeze({
 });
 
 export const API_KEY_HEADERS: HeaderSpec[] = [
-  {
-    name: "x-api-key",
-    required: true,
-    description: "The caller's API key. `Authorization: Bearer <key>` is accepted as an alias.",
-  },
+  API_KEY_HEADER,
   {
     name: "x-project-id",
     required: false,

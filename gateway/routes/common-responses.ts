@@ -67,11 +67,19 @@ const failedEnvelope = (description: string): ResponseSpec => ({
   headers: [REQUEST_ID],
 });
 
-const envelope = (description: string, extra: HeaderSpec[] = []): ResponseSpec => ({
+/** An ErrorEnvelope answer (spec 2.4): the request id, then any other headers. */
+export const envelope = (description: string, extra: HeaderSpec[] = []): ResponseSpec => ({
   description,
   schema: errorEnvelopeSchema,
   headers: [REQUEST_ID, ...extra],
 });
+
+/** The API-key routes' credential (spec 5.1), with the OpenAI clients' alias. */
+export const API_KEY_HEADER: HeaderSpec = {
+  name: "x-api-key",
+  required: true,
+  description: "The caller's API key. `Authorization: Bearer <key>` is accepted as an alias.",
+};
 
 /** Rows of spec section 7 that both routes answer the same way. */
 export const sharedErrors: Record<number, ResponseSpec> = {

@@ -1,6 +1,12 @@
-import { errorEnvelopeSchema, internalErrorSchema } from "../../api/error-envelope.js";
+import { internalErrorSchema } from "../../api/error-envelope.js";
 import { modelIdParamSchema, modelListSchema, modelObjectSchema } from "../../api/models.js";
-import { RATE_LIMIT_HEADERS, REQUEST_ID, RETRY_AFTER } from "./common-responses.js";
+import {
+  API_KEY_HEADER,
+  envelope,
+  RATE_LIMIT_HEADERS,
+  REQUEST_ID,
+  RETRY_AFTER,
+} from "./common-responses.js";
 import type { GatewayRouteConfig } from "./route-config.js";
 import type { ResponseSpec, RouteSpec } from "./route-spec.js";
 
@@ -18,23 +24,11 @@ const config: GatewayRouteConfig = {
   errorBody: "envelope",
 };
 
-const KEY = {
-  name: "x-api-key",
-  required: true,
-  description: "The caller's API key. `Authorization: Bearer <key>` is accepted as an alias.",
-};
-
-const envelope = (description: string, extra = [REQUEST_ID]): ResponseSpec => ({
-  description,
-  schema: errorEnvelopeSchema,
-  headers: extra,
-});
-
 const errors: Record<number, ResponseSpec> = {
   401: envelope("Missing, malformed, unknown or revoked API key"),
   403: envelope("The key's account may not use the project in x-project-id"),
   408: envelope("The request was not received in full within the gateway's request timeout"),
-  429: envelope("Rate limited", [REQUEST_ID, RETRY_AFTER, ...RATE_LIMIT_HEADERS]),
+  429: envelope("Rate limited", [RETRY_AFTER, ...RATE_LIMIT_HEADERS]),
   500: {
     description: "Unexpected server error",
     schema: internalErrorSchema,
@@ -52,7 +46,7 @@ export const modelRoutes: readonly RouteSpec[] = [
       "The models served on `/v1/responses`, in the shape of OpenAI's models API: each `id` is a `model` value to send.",
     config,
     action: "list-models",
-    requestHeaders: [KEY, REQUEST_ID],
+    requestHeaders: [API_KEY_HEADER, REQUEST_ID],
     responses: {
       200: { description: "The models", schema: modelListSchema, headers: [REQUEST_ID] },
       ...errors,
@@ -67,7 +61,7 @@ export const modelRoutes: readonly RouteSpec[] = [
     config,
     action: "retrieve-model",
     pathParams: [{ name: "model", description: "The model's id", schema: modelIdParamSchema }],
-    requestHeaders: [KEY, REQUEST_ID],
+    requestHeaders: [API_KEY_HEADER, REQUEST_ID],
     responses: {
       200: { description: "The model", schema: modelObjectSchema, headers: [REQUEST_ID] },
       404: envelope("No model has this id on this route (`model_not_found`, `param: model`)"),

@@ -1,5 +1,5 @@
 import { errorEnvelopeSchema } from "../../api/error-envelope.js";
-import { REQUEST_ID, sharedErrors, success } from "./common-responses.js";
+import { API_KEY_HEADER, REQUEST_ID, sharedErrors, success } from "./common-responses.js";
 import type { RouteSpec } from "./route-spec.js";
 import { storedResponseLinks } from "./stored-responses.route.js";
 
@@ -20,11 +20,7 @@ export const responsesRoute: RouteSpec = {
     metricsName: "api-key",
   },
   requestHeaders: [
-    {
-      name: "x-api-key",
-      required: true,
-      description: "The caller's API key. `Authorization: Bearer <key>` is accepted as an alias.",
-    },
+    API_KEY_HEADER,
     {
       name: "x-project-id",
       required: false,

@@ -8,7 +8,7 @@ import {
   retrieveQuerySchema,
   responseIdParamSchema,
 } from "../../api/stored-responses.js";
-import { RATE_LIMIT_HEADERS, REQUEST_ID, RETRY_AFTER } from "./common-responses.js";
+import { API_KEY_HEADER, RATE_LIMIT_HEADERS, REQUEST_ID, RETRY_AFTER } from "./common-responses.js";
 import type { GatewayRouteConfig } from "./route-config.js";
 import {
   linksById,
@@ -45,11 +45,7 @@ const PAY: GatewayRouteConfig = {
 };
 
 const API_KEY_HEADERS: HeaderSpec[] = [
-  {
-    name: "x-api-key",
-    required: true,
-    description: "The caller's API key. `Authorization: Bearer <key>` is accepted as an alias.",
-  },
+  API_KEY_HEADER,
   {
     name: "x-project-id",
     required: false,

@@ -1,11 +1,17 @@
-import { errorEnvelopeSchema, internalErrorSchema } from "../../api/error-envelope.js";
+import { internalErrorSchema } from "../../api/error-envelope.js";
 import {
   completionsUsagePageSchema,
   completionsUsageQuerySchema,
   costsPageSchema,
   costsQuerySchema,
 } from "../../api/usage.js";
-import { RATE_LIMIT_HEADERS, REQUEST_ID, RETRY_AFTER } from "./common-responses.js";
+import {
+  API_KEY_HEADER,
+  envelope,
+  RATE_LIMIT_HEADERS,
+  REQUEST_ID,
+  RETRY_AFTER,
+} from "./common-responses.js";
 import type { GatewayRouteConfig } from "./route-config.js";
 import type { ResponseSpec, RouteSpec } from "./route-spec.js";
 
@@ -23,18 +29,6 @@ const config: GatewayRouteConfig = {
   errorBody: "envelope",
 };
 
-const KEY = {
-  name: "x-api-key",
-  required: true,
-  description: "The caller's API key. `Authorization: Bearer <key>` is accepted as an alias.",
-};
-
-const envelope = (description: string, extra = [REQUEST_ID]): ResponseSpec => ({
-  description,
-  schema: errorEnvelopeSchema,
-  headers: extra,
-});
-
 const errors: Record<number, ResponseSpec> = {
   400: envelope("A query parameter is unknown, malformed or out of range (`error.param` names it)"),
   401: envelope("Missing, malformed, unknown or revoked API key"),
@@ -42,13 +36,13 @@ const errors: Record<number, ResponseSpec> = {
     "A member key asked for another account's usage (`account_ids`, `group_by=account_id`), or named a project in x-project-id its account may not use",
   ),
   408: envelope("The request was not received in full within the gateway's request timeout"),
-  429: envelope("Rate limited", [REQUEST_ID, RETRY_AFTER, ...RATE_LIMIT_HEADERS]),
+  429: envelope("Rate limited", [RETRY_AFTER, ...RATE_LIMIT_HEADERS]),
   500: {
     description: "Unexpected server error",
     schema: internalErrorSchema,
     headers: [REQUEST_ID],
   },
-  503: envelope("The usage ledger's database cannot be reached; retry", [REQUEST_ID, RETRY_AFTER]),
+  503: envelope("The usage ledger's database cannot be reached; retry", [RETRY_AFTER]),
 };
 
 export const completionsUsageRoute: RouteSpec = {
@@ -61,7 +55,7 @@ export const completionsUsageRoute: RouteSpec = {
   config,
   action: "usage-completions",
   query: completionsUsageQuerySchema,
-  requestHeaders: [KEY, REQUEST_ID],
+  requestHeaders: [API_KEY_HEADER, REQUEST_ID],
   responses: {
     200: {
       description: "A page of buckets",
@@ -82,7 +76,7 @@ export const costsRoute: RouteSpec = {
   config,
   action: "usage-costs",
   query: costsQuerySchema,
-  requestHeaders: [KEY, REQUEST_ID],
+  requestHeaders: [API_KEY_HEADER, REQUEST_ID],
   responses: {
     200: {
       description: "A page of daily buckets",

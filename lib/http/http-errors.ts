@@ -35,6 +35,20 @@ export const HttpErrors = {
     "invalid_request_error",
     (method: string, url: string) => `No route for ${method} ${url.split("?")[0]}.`,
   ),
+  /** A path parameter longer than the router takes: no id is that long, so nothing is there. */
+  paramTooLong: defineError(
+    "not_found",
+    404,
+    "invalid_request_error",
+    (maxLength: number) => `Nothing here has an id longer than ${maxLength} characters.`,
+  ),
+  /** A path the router cannot decode (a malformed percent-encoding). */
+  badUrl: defineError(
+    "invalid_request",
+    400,
+    "invalid_request_error",
+    () => "The URL's path is not valid: a percent-encoding in it is malformed.",
+  ),
   /** The path exists, but not with this method; the `Allow` header lists the methods it serves. */
   methodNotAllowed: defineError(
     "method_not_allowed",

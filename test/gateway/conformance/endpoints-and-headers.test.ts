@@ -2,6 +2,7 @@ import { parseDictionary } from "structured-headers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startPlatform, type Platform } from "../support/platform.js";
 import {
+  errorOf,
   GEN,
   NLI,
   post,
@@ -135,6 +136,23 @@ describe("4.2 · x-request-id is present on every response", () => {
     expect(got).toMatch(/^\S{8,}$/);
     expect(got).not.toBe(sent);
   });
+
+  it.each<[string, string, number, string]>([
+    // No id is over the router's 100 characters: nothing is there.
+    ["an id of 101 characters", `/v1/responses/resp_${"a".repeat(96)}`, 404, "not_found"],
+    ["a malformed percent-encoding", "/v1/responses/resp_%E0%A4%A", 400, "invalid_request"],
+  ])(
+    "4.2 · x-request-id · a path the router refuses (%s) is answered in the envelope, with an id",
+    async (_n, path, status, code) => {
+      const answer = await read(
+        fetch(`${p.url}${path}`, { headers: { "x-api-key": p.keys.acme.key } }),
+      );
+      expect(answer.status).toBe(status);
+      expect(answer.headers.get("x-request-id")).toMatch(/^\S{8,}$/);
+      expect(Object.keys(answer.body)).toEqual(["error"]);
+      expect(errorOf(answer.body)).toMatchObject({ code, type: "invalid_request_error" });
+    },
+  );
 
   it("4.2 · x-request-id · new ids are distinct per request", async () => {
     const ids = await Promise.all(
