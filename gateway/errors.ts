@@ -8,21 +8,22 @@ import { defineError } from "../lib/coded-error.js";
 /** The header a request names its project in: the spec's, or the OpenAI clients'. */
 export type ProjectHeader = "x-project-id" | "openai-project";
 
+const noSuchModel = (model: string) =>
+  `The model '${model}' does not exist or is not served on this route.`;
+
 export const GatewayErrors = {
-  modelNotFound: defineError(
-    "model_not_found",
-    400,
-    "invalid_request_error",
-    (model: string) => `The model '${model}' does not exist or is not served on this route.`,
-    () => ({ param: "model" }),
-  ),
+  modelNotFound: defineError("model_not_found", 400, "invalid_request_error", noSuchModel, () => ({
+    param: "model",
+  })),
   /** `GET /v1/models/{model}` for a model the key cannot call: a 404, as OpenAI's. */
   modelNotFoundById: defineError(
     "model_not_found",
     404,
     "invalid_request_error",
-    (model: string) => `The model '${model}' does not exist or is not served on this route.`,
-    () => ({ param: "model" }),
+    noSuchModel,
+    () => ({
+      param: "model",
+    }),
   ),
   /**
    * A stored response that is not the caller's to see: missing, another

@@ -74,6 +74,22 @@ export const envelope = (description: string, extra: HeaderSpec[] = []): Respons
   headers: [REQUEST_ID, ...extra],
 });
 
+/**
+ * The errors every API-key read answers alike (the usage and models routes):
+ * the key, the request timeout, its rate limit, the opaque 500. Each route
+ * adds its own 400, 403, 404 or 503.
+ */
+export const keyReadErrors: Record<number, ResponseSpec> = {
+  401: envelope("Missing, malformed, unknown or revoked API key"),
+  408: envelope("The request was not received in full within the gateway's request timeout"),
+  429: envelope("Rate limited", [RETRY_AFTER, ...RATE_LIMIT_HEADERS]),
+  500: {
+    description: "Unexpected server error",
+    schema: internalErrorSchema,
+    headers: [REQUEST_ID],
+  },
+};
+
 /** The API-key routes' credential (spec 5.1), with the OpenAI clients' alias. */
 export const API_KEY_HEADER: HeaderSpec = {
   name: "x-api-key",

@@ -1,12 +1,5 @@
-import { internalErrorSchema } from "../../api/error-envelope.js";
 import { modelIdParamSchema, modelListSchema, modelObjectSchema } from "../../api/models.js";
-import {
-  API_KEY_HEADER,
-  envelope,
-  RATE_LIMIT_HEADERS,
-  REQUEST_ID,
-  RETRY_AFTER,
-} from "./common-responses.js";
+import { API_KEY_HEADER, envelope, keyReadErrors, REQUEST_ID } from "./common-responses.js";
 import type { GatewayRouteConfig } from "./route-config.js";
 import type { ResponseSpec, RouteSpec } from "./route-spec.js";
 
@@ -25,15 +18,8 @@ const config: GatewayRouteConfig = {
 };
 
 const errors: Record<number, ResponseSpec> = {
-  401: envelope("Missing, malformed, unknown or revoked API key"),
+  ...keyReadErrors,
   403: envelope("The key's account may not use the project in x-project-id"),
-  408: envelope("The request was not received in full within the gateway's request timeout"),
-  429: envelope("Rate limited", [RETRY_AFTER, ...RATE_LIMIT_HEADERS]),
-  500: {
-    description: "Unexpected server error",
-    schema: internalErrorSchema,
-    headers: [REQUEST_ID],
-  },
 };
 
 export const modelRoutes: readonly RouteSpec[] = [

@@ -1,4 +1,3 @@
-import { internalErrorSchema } from "../../api/error-envelope.js";
 import {
   completionsUsagePageSchema,
   completionsUsageQuerySchema,
@@ -8,6 +7,7 @@ import {
 import {
   API_KEY_HEADER,
   envelope,
+  keyReadErrors,
   RATE_LIMIT_HEADERS,
   REQUEST_ID,
   RETRY_AFTER,
@@ -30,18 +30,11 @@ const config: GatewayRouteConfig = {
 };
 
 const errors: Record<number, ResponseSpec> = {
+  ...keyReadErrors,
   400: envelope("A query parameter is unknown, malformed or out of range (`error.param` names it)"),
-  401: envelope("Missing, malformed, unknown or revoked API key"),
   403: envelope(
     "A member key asked for another account's usage (`account_ids`, `group_by=account_id`), or named a project in x-project-id its account may not use",
   ),
-  408: envelope("The request was not received in full within the gateway's request timeout"),
-  429: envelope("Rate limited", [RETRY_AFTER, ...RATE_LIMIT_HEADERS]),
-  500: {
-    description: "Unexpected server error",
-    schema: internalErrorSchema,
-    headers: [REQUEST_ID],
-  },
   503: envelope("The usage ledger's database cannot be reached; retry", [RETRY_AFTER]),
 };
 
