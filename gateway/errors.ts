@@ -49,6 +49,19 @@ export const GatewayErrors = {
     (id: string) => `No input item '${id}' in this response.`,
     () => ({ param: "after" }),
   ),
+  /**
+   * `POST /v1/responses/{id}/cancel` on the caller's stored response. As the
+   * OpenAI API, only a response made with `background: true` can be
+   * cancelled, and the gateway answers every request in the foreground.
+   */
+  responseNotCancellable: defineError(
+    "response_not_cancellable",
+    400,
+    "invalid_request_error",
+    (id: string) =>
+      `Response '${id}' cannot be cancelled: only a response created with background=true can be, and this service answers every request in the foreground, so it had already finished.`,
+    () => ({ param: "response_id" }),
+  ),
   /** `previous_response_id` on a model that does not hold conversations. */
   conversationUnsupported: defineError(
     "conversation_unsupported",

@@ -52,6 +52,7 @@ export type RouteAction =
   | "infer"
   | "retrieve"
   | "delete"
+  | "cancel"
   | "list-input-items"
   | "usage-completions"
   | "usage-costs"

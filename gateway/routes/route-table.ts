@@ -16,7 +16,12 @@ import type { RouteAction, RouteSpec } from "./route-spec.js";
 import { responsesRoute } from "./responses.route.js";
 import { BATCH_ROUTES } from "../batch/batches.routes.js";
 import { FILE_ROUTES } from "../batch/files.routes.js";
-import { deleteHandler, inputItemsHandler, retrieveHandler } from "./stored-responses.handler.js";
+import {
+  cancelHandler,
+  deleteHandler,
+  inputItemsHandler,
+  retrieveHandler,
+} from "./stored-responses.handler.js";
 import { paidStoredResponseRoutes, storedResponseRoutes } from "./stored-responses.route.js";
 import { usageHandlers, type UsageDeps } from "./usage.handler.js";
 import { completionsUsageRoute, costsRoute } from "./usage.route.js";
@@ -78,6 +83,7 @@ export function registerRoutes(
     infer: inferenceHandler(deps),
     retrieve: retrieveHandler(deps),
     delete: deleteHandler(deps),
+    cancel: cancelHandler(deps),
     "list-input-items": inputItemsHandler(deps),
     "usage-completions": (request) => usage.completionsUsage(request),
     "usage-costs": (request) => usage.costs(request),

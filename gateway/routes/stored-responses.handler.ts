@@ -16,7 +16,7 @@ import { continuedBody, historyOf } from "./conversation.js";
 import { ownerOf } from "./stored-owner.js";
 
 /**
- * Stored responses on both routes: the three reads and writes of
+ * Stored responses on both routes: the reads and writes of
  * `/v1/responses/{id}` (and `/pay/v1/…`), storing an answer, and the body
  * of a request that continues a conversation. Without a store (`responses`
  * null) nothing is stored and every id is unknown.
@@ -59,6 +59,16 @@ export function deleteHandler(deps: StoredDeps) {
     const deleted = (await deps.responses?.delete(id, ownerOfRequest(request))) ?? false;
     if (!deleted) throw GatewayErrors.responseNotFound(id, null);
     return reply.send({ id, object: "response", deleted: true });
+  };
+}
+
+/** Nothing here runs in the background, so the caller's response is never cancellable. */
+export function cancelHandler(deps: StoredDeps) {
+  return async (request: FastifyRequest): Promise<never> => {
+    const id = idOf(request);
+    const row = await deps.responses?.get(id, ownerOfRequest(request));
+    if (!row) throw GatewayErrors.responseNotFound(id, null);
+    throw GatewayErrors.responseNotCancellable(id);
   };
 }
 

@@ -20,8 +20,9 @@ import {
 } from "./route-spec.js";
 
 /**
- * `GET` and `DELETE /v1/responses/{response_id}` and
- * `GET /v1/responses/{response_id}/input_items`, as the OpenAI API has them,
+ * `GET` and `DELETE /v1/responses/{response_id}`,
+ * `GET /v1/responses/{response_id}/input_items` and
+ * `POST /v1/responses/{response_id}/cancel`, as the OpenAI API has them,
  * on the API-key route and under `/pay` on the payment route. A response
  * that is not the caller's is a 404 whatever the reason (docs/stored-responses.md).
  */
@@ -134,7 +135,8 @@ function storedRoutes(prefix: string, paid: boolean): RouteSpec[] {
     operationId: string,
     summary: string,
     description: string,
-    ok: ResponseSpec,
+    /** Null for a route that never succeeds here (cancel). */
+    ok: ResponseSpec | null,
     extra: Partial<RouteSpec> = {},
   ): RouteSpec => ({
     method,
@@ -146,7 +148,7 @@ function storedRoutes(prefix: string, paid: boolean): RouteSpec[] {
     config,
     pathParams: ID_PARAM,
     requestHeaders,
-    responses: { 200: ok, ...errorsOf(paid) },
+    responses: ok ? { 200: ok, ...errorsOf(paid) } : errorsOf(paid),
     ...extra,
   });
   return [
@@ -188,6 +190,26 @@ function storedRoutes(prefix: string, paid: boolean): RouteSpec[] {
       "Delete a stored response",
       "Deletes the stored response and its input items; a conversation continued from it later starts after it.",
       { description: "Deleted", schema: deletedResponseSchema, headers: [REQUEST_ID] },
+    ),
+    route(
+      "POST",
+      "/cancel",
+      "cancel",
+      "cancelResponse",
+      "Cancel a background response",
+      "As the OpenAI API, only a response created with `background: true` can be cancelled. This service answers every request in the foreground (`background` is accepted and not acted on), so a stored response has always finished: the caller's is a 400 and any other id a 404.",
+      null,
+      {
+        responses: {
+          400: {
+            description:
+              "The caller's response, which was answered in the foreground and cannot be cancelled (`response_not_cancellable`, `error.param`: `response_id`)",
+            schema: errorEnvelopeSchema,
+            headers: [REQUEST_ID],
+          },
+          ...errorsOf(paid),
+        },
+      },
     ),
     route(
       "GET",

@@ -43,6 +43,7 @@ describe("docs/errors.md", () => {
         "invalid_request",
         "model_not_found",
         "response_not_found",
+        "response_not_cancellable",
         "conversation_unsupported",
         "context_length_exceeded",
         "rate_limit_exceeded",

@@ -22,7 +22,7 @@ client = OpenAI(
 )
 seen = {}
 
-# A stored response: read it, its input items, delete it, then it is gone.
+# A stored response: read it, its input items, try to cancel it, delete it, then it is gone.
 response = client.responses.create(
     model="tiny-gpt", input="Hello", max_output_tokens=4, temperature=0
 )
@@ -32,6 +32,12 @@ seen["input_texts"] = [
     for item in client.responses.input_items.list(response.id).data
     for part in item.content
 ]
+# Answered in the foreground, so not cancellable: a 400, as OpenAI's.
+try:
+    client.responses.cancel(response.id)
+    seen["cancel"] = "cancelled"
+except openai.BadRequestError as error:
+    seen["cancel"] = [error.status_code, error.code]
 client.responses.delete(response.id)
 try:
     client.responses.retrieve(response.id)

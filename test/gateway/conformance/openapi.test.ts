@@ -69,6 +69,7 @@ describe("openapi · the document", () => {
     const stored = (prefix: string) => [
       `${prefix}/v1/responses/{response_id}`,
       `${prefix}/v1/responses/{response_id}/input_items`,
+      `${prefix}/v1/responses/{response_id}/cancel`,
     ];
     expect(Object.keys(doc.paths as Json).sort()).toEqual(
       [

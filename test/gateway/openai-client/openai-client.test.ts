@@ -191,7 +191,7 @@ describe("the openai client against /v1/responses", () => {
 });
 
 describe("the openai client and stored responses", () => {
-  it("creates, retrieves, lists input items, continues with previous_response_id and deletes", async () => {
+  it("creates, retrieves, lists input items, continues with previous_response_id, cannot cancel, and deletes", async () => {
     const { client } = recordingClient(p, p.keys.acme.key);
     const first = await client.responses.create({ ...HELLO, input: "The capital of France is" });
     // Right after the create returns, as the client's own tests do.
@@ -226,6 +226,13 @@ describe("the openai client and stored responses", () => {
     });
     expect(second.usage?.input_tokens).toBe(whole.usage?.input_tokens);
     expect(second.output_text).toBe(whole.output_text);
+
+    // Nothing runs in the background here, so nothing is left to cancel.
+    const cancel = await client.responses.cancel(first.id).catch((error: unknown) => error);
+    expect(cancel).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((cancel as InstanceType<typeof OpenAI.BadRequestError>).code).toBe(
+      "response_not_cancellable",
+    );
 
     await client.responses.delete(first.id);
     const gone = await client.responses.retrieve(first.id).catch((error: unknown) => error);

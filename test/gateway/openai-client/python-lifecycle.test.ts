@@ -18,6 +18,7 @@ const PYTHON = venvProgram("python", "the Python client");
 interface Seen {
   retrieved_id: string;
   input_texts: string[];
+  cancel: [number, string] | "cancelled";
   after_delete: number | "found";
   batch_status: string;
   batch_counts: { total: number; completed: number; failed: number };
@@ -52,6 +53,7 @@ describe.runIf(PYTHON !== undefined)(
       );
       const seen = JSON.parse(stdout) as Seen;
       expect(seen.input_texts).toEqual(["Hello"]);
+      expect(seen.cancel).toEqual([400, "response_not_cancellable"]);
       expect(seen.after_delete).toBe(404);
       expect(seen.batch_status).toBe("completed");
       expect(seen.batch_counts).toEqual({ total: 5, completed: 5, failed: 0 });

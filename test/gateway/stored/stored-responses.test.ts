@@ -176,6 +176,28 @@ describe("stored responses on the API-key route", () => {
     expect((await get(`/v1/responses/${id}`, {}, "DELETE")).status).toBe(404);
   });
 
+  it("refuses to cancel the caller's response, answered in the foreground, and leaves it", async () => {
+    const { id } = await created(ASK);
+    // As the OpenAI clients send it: a POST with no body, or an empty JSON one.
+    for (const headers of [{}, { "content-type": "application/json" }] as Record<
+      string,
+      string
+    >[]) {
+      const res = await get(`/v1/responses/${id}/cancel`, headers, "POST");
+      expect(res.status).toBe(400);
+      expect(res.headers.get("x-request-id")).toBeTruthy();
+      const { error } = (await res.json()) as { error: Record<string, string> };
+      expect(error).toMatchObject({
+        code: "response_not_cancellable",
+        type: "invalid_request_error",
+        param: "response_id",
+      });
+      expect(error.message).toContain(id);
+      expect(error.message).toContain("background");
+    }
+    expect((await get(`/v1/responses/${id}`)).status).toBe(200);
+  });
+
   it("answers another tenant's, a deleted, a store:false and a never-made id alike", async () => {
     const never = "resp_000000000000000000000000000000000000000000000000";
     const shape = await notFoundShape(await get(`/v1/responses/${never}`), never);
@@ -207,6 +229,12 @@ describe("stored responses on the API-key route", () => {
     expect(
       await notFoundShape(await get(`/v1/responses/${unstored.id}/input_items`), unstored.id),
     ).toBe(shape);
+    // Cancel tells nothing more: another tenant's id is the never-made one's 404.
+    for (const id of [never, foreign.id, deleted.id, unstored.id]) {
+      expect(await notFoundShape(await get(`/v1/responses/${id}/cancel`, {}, "POST"), id)).toBe(
+        shape,
+      );
+    }
   });
 
   it("writes nothing of a store:false request", async () => {
@@ -281,6 +309,19 @@ describe("stored responses on the payment route", () => {
       headers: { "pay-signature": p.sign(`GET ${path}/input_items`) },
     });
     expect(other.status).toBe(401);
+
+    const cancel = await payGet(`${path}/cancel`, "k1", SECRETS.k1, "POST");
+    expect(cancel.status).toBe(400);
+    expect(((await cancel.json()) as { error: { code: string } }).error.code).toBe(
+      "response_not_cancellable",
+    );
+    expect((await payGet(`${path}/cancel`, "k2", SECRETS.k2new, "POST")).status).toBe(404);
+    // A signature over the read is not one over the cancel.
+    const replayed = await fetch(`${p.url}${path}/cancel`, {
+      method: "POST",
+      headers: { "pay-signature": p.sign(`GET ${path}`) },
+    });
+    expect(replayed.status).toBe(401);
 
     const del = await payGet(path, "k1", SECRETS.k1, "DELETE");
     expect(await del.json()).toEqual({ id: answer.id, object: "response", deleted: true });
