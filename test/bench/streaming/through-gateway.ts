@@ -9,6 +9,7 @@ import { pinning } from "../gateway/cpu-affinity.js";
 import { writeGatewayFiles } from "../gateway/gateway-files.js";
 import { startChild } from "../gateway/child-process.js";
 import { startGateway } from "../gateway/processes.js";
+import { bootstrapInterval } from "../support/bootstrap.js";
 import { buildCProgram } from "../support/c-programs.js";
 import { waitQuiet } from "../support/quiet.js";
 import { startSseBurst, type SseBurst } from "../support/sse-burst.js";
@@ -173,6 +174,8 @@ const SIDES: readonly Side[] = ["direct", "relay", "floor", "through", "unstored
 
 interface Measured {
   firsts: Record<Side, number[]>;
+  /** The same first tokens, a list per round: what the interval resamples. */
+  byRound: Record<Side, number[][]>;
   /** Per round: p50 through minus p50 direct, relay minus direct, floor minus direct, through minus floor. */
   perRound: { added: number[]; relay: number[]; hops: number[]; own: number[] };
   /** The gateway's CPU seconds (all threads) per stream, over the through and the unstored batches. */
@@ -215,6 +218,13 @@ async function measure(
   arrivals: Arrivals = { kind: "burst" },
 ): Promise<Measured> {
   const firsts: Record<Side, number[]> = {
+    direct: [],
+    relay: [],
+    floor: [],
+    through: [],
+    unstored: [],
+  };
+  const byRound: Record<Side, number[][]> = {
     direct: [],
     relay: [],
     floor: [],
@@ -270,6 +280,7 @@ async function measure(
       const side = SIDES[(i + k) % SIDES.length]!;
       const measured = await batch(side);
       firsts[side].push(...measured);
+      byRound[side].push(measured);
       round[side] = median(measured);
     }
     perRound.added.push(round.through! - round.direct!);
@@ -280,6 +291,7 @@ async function measure(
   const streams = rounds * clients * (arrivals.kind === "burst" ? 1 : arrivals.streams);
   return {
     firsts,
+    byRound,
     perRound,
     cpuPerStream: { through: cpu.through / streams, unstored: cpu.unstored / streams },
     unquiet,
@@ -353,6 +365,15 @@ export async function gatewayStreamingSection(options: GatewayStreamingOptions):
         const relayAdded = median(relayed) - median(direct);
         const bareAdded = median(bare) - median(direct);
         const judged = layout === "pinned" && point.judged;
+        // How far a difference of p50s could move on other rounds of the same machine.
+        const interval = (side: Side, base: Side) =>
+          bootstrapInterval(point.rounds, (drawn) => {
+            const pooled = (of: Side) => drawn.flatMap((i) => m.byRound[of][i]!);
+            return median(pooled(side)) - median(pooled(base));
+          });
+        const [low, high] = interval("through", "direct");
+        const [bareLow, bareHigh] = interval("floor", "direct");
+        const undecided = judged && low < 1 && high >= 1;
         // A C relay that only copies bytes is the least any process in the
         // path can add: when it alone adds 1 ms, no gateway can add less.
         // A bare Node proxy is the least a gateway in Node (as ours is) can
@@ -372,7 +393,7 @@ export async function gatewayStreamingSection(options: GatewayStreamingOptions):
           `${name}: first token`,
           `direct ${median(direct).toFixed(2)} ms, through ${median(through).toFixed(2)} ms; gateway CPU ${ms(m.cpuPerStream.through)} ms per whole stream` +
             (m.unquiet > 0 ? `; ${m.unquiet} sides began before their processes were quiet` : ""),
-          `${signed(added)} ms (per round ${spread(m.perRound.added)})${verdict}${judged ? " (< 1 ms at p50)" : " (informative)"}`,
+          `${signed(added)} ms (95% interval ${signed(low)} to ${signed(high)}; per round ${spread(m.perRound.added)})${verdict}${judged ? " (< 1 ms at p50)" : " (informative)"}${undecided ? "; the interval spans 1 ms: this run cannot tell" : ""}`,
         ]);
         rows.push([
           `${name}: the least any proxy adds`,
@@ -381,7 +402,7 @@ export async function gatewayStreamingSection(options: GatewayStreamingOptions):
         ]);
         rows.push([
           `${name}: split of the added time`,
-          `hops + a bare Node proxy (floor ${median(bare).toFixed(2)} ms − direct) ${signed(bareAdded)} ms ${spread(m.perRound.hops)}`,
+          `hops + a bare Node proxy (floor ${median(bare).toFixed(2)} ms − direct) ${signed(bareAdded)} ms (95% interval ${signed(bareLow)} to ${signed(bareHigh)}) ${spread(m.perRound.hops)}`,
           `the gateway's own (through − floor) ${signed(median(through) - median(bare))} ms ${spread(m.perRound.own)}`,
         ]);
         rows.push([
