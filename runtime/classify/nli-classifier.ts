@@ -5,7 +5,12 @@ import type { ModelSession } from "../engine/session.js";
 import type { Encoded, TextTokenizer } from "../engine/tokenizer.js";
 import { truncateStart } from "../engine/truncate-text.js";
 import { decideTokenLimit, type OverflowPolicy } from "../token-limit.js";
-import type { LabelScores, PreparedClassification, ZeroShotClassifier } from "./classifier.js";
+import {
+  labelScores,
+  type LabelScores,
+  type PreparedClassification,
+  type ZeroShotClassifier,
+} from "./classifier.js";
 import { padBatch } from "./pad-batch.js";
 
 /**
@@ -128,17 +133,16 @@ export class NliClassifier implements ZeroShotClassifier<PreparedNli> {
     const classes = logits.dims[1]!;
     const data = logits.data as Float32Array;
     let row = 0;
-    return batch.map((item) => {
-      const scores: LabelScores = {};
-      for (const label of item.labels) {
-        scores[label] = entailmentScore(
+    return batch.map((item) =>
+      labelScores(item.labels, () => {
+        const score = entailmentScore(
           data.subarray(row * classes, (row + 1) * classes),
           this.options.labels,
         );
         row++;
-      }
-      return scores;
-    });
+        return score;
+      }),
+    );
   }
 }
 

@@ -5,7 +5,12 @@ import type { ModelSession } from "../engine/session.js";
 import type { Encoded, TextTokenizer } from "../engine/tokenizer.js";
 import { truncateStart } from "../engine/truncate-text.js";
 import { decideTokenLimit, type OverflowPolicy } from "../token-limit.js";
-import type { LabelScores, PreparedClassification, ZeroShotClassifier } from "./classifier.js";
+import {
+  labelScores,
+  type LabelScores,
+  type PreparedClassification,
+  type ZeroShotClassifier,
+} from "./classifier.js";
 import { padBatch } from "./pad-batch.js";
 
 /**
@@ -159,11 +164,9 @@ export class SimilarityClassifier implements ZeroShotClassifier<PreparedSimilari
     let row = 0;
     return batch.map((item) => {
       const input = embeddings[row++]!;
-      const scores: LabelScores = {};
-      for (const label of item.labels) {
-        scores[label] = calibrate(dot(input, embeddings[row++]!), this.calibration);
-      }
-      return scores;
+      return labelScores(item.labels, () =>
+        calibrate(dot(input, embeddings[row++]!), this.calibration),
+      );
     });
   }
 }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { INTERACTIVE_LOAD_HEADER, PRIORITY_HEADER } from "../../api/runtime-wire.js";
+import { labelScores } from "../../runtime/classify/classifier.js";
 import { fixtureFolder, startRuntime, type RunningRuntime } from "./support/runtime-server.js";
 
 type Scores = Record<string, number>;
@@ -81,6 +82,59 @@ describe("zero-shot classification (NLI) through the runtime's HTTP server", () 
     expect(bracketed).toEqual(plain);
   });
 
+  it("keeps a label named __proto__ as a key with its score, from categories or instructions", async () => {
+    /** The raw JSON text, its own keys, and the number it writes for "__proto__". */
+    async function answer(extra: Record<string, unknown>) {
+      const response = await runtime.post({ model: "tiny-nli", input: SPORT, ...extra });
+      expect(response.status).toBe(200);
+      const text = await response.text();
+      const match = /"__proto__":(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)[,}]/.exec(text);
+      expect(match, text).not.toBeNull();
+      const parsed = JSON.parse(text) as Scores;
+      const protoScore = Number(match![1]);
+      expect(protoScore).toBeGreaterThanOrEqual(0);
+      expect(protoScore).toBeLessThanOrEqual(1);
+      // JSON.parse makes "__proto__" an own data property: the value, not a prototype.
+      expect(Object.getOwnPropertyDescriptor(parsed, "__proto__")?.value).toBe(protoScore);
+      expect(Object.getPrototypeOf(parsed)).toBe(Object.prototype);
+      return { keys: Object.keys(parsed), parsed, protoScore };
+    }
+
+    const withSports = await answer({ categories: ["__proto__", "sports"] });
+    expect(withSports.keys).toEqual(["__proto__", "sports"]);
+    expect(withSports.parsed.sports).toBeGreaterThan(0.8);
+
+    const alone = await answer({ categories: ["__proto__"] });
+    expect(alone.keys).toEqual(["__proto__"]);
+    expect(alone.protoScore).toBeCloseTo(withSports.protoScore, 5);
+
+    const fromInstructions = await answer({ instructions: "[__proto__, constructor]" });
+    expect(fromInstructions.keys).toEqual(["__proto__", "constructor"]);
+    expect(typeof fromInstructions.parsed.constructor).toBe("number");
+
+    // A repeated label is scored once, at its first place, as any other label is.
+    const repeated = await answer({ categories: ["__proto__", "sports", "__proto__"] });
+    expect(repeated.keys).toEqual(["__proto__", "sports"]);
+    const plain = await scores(
+      await runtime.post({
+        model: "tiny-nli",
+        input: SPORT,
+        categories: ["sports", "cooking", "sports"],
+      }),
+    );
+    expect(Object.keys(plain)).toEqual(["sports", "cooking"]);
+  });
+
+  it("scores labels named like Object.prototype members as plain keys", async () => {
+    const labels = ["constructor", "toString", "hasOwnProperty", "valueOf", "sports"];
+    const response = await runtime.post({ model: "tiny-nli", input: SPORT, categories: labels });
+    const body = await scores(response);
+    expect(Object.keys(body)).toEqual(labels);
+    for (const label of labels)
+      expect(typeof Object.getOwnPropertyDescriptor(body, label)?.value).toBe("number");
+    expect(body.sports).toBeGreaterThan(0.8);
+  });
+
   it("reports usage in headers for the bare label-to-score body", async () => {
     const response = await runtime.post({ model: "tiny-nli", input: SPORT, categories: LABELS });
     expect(Number(response.headers.get("x-modelgate-input-tokens"))).toBeGreaterThan(10);
@@ -133,6 +187,23 @@ describe("zero-shot classification (NLI) through the runtime's HTTP server", () 
     together.forEach((result, i) => {
       for (const label of LABELS) expect(result[label]).toBeCloseTo(alone[i]![label]!, 5);
     });
+  });
+});
+
+describe("labelScores, the label-to-score object both zero-shot methods answer", () => {
+  it("defines every label as an own key, __proto__ included, that JSON.stringify writes", () => {
+    const scores = [0.1, 0.2, 0.3, 0.4, 0.5];
+    let i = 0;
+    const built = labelScores(
+      ["__proto__", "constructor", "toString", "x", "x"],
+      () => scores[i++]!,
+    );
+    expect(Object.getPrototypeOf(built)).toBe(Object.prototype);
+    expect(Object.keys(built)).toEqual(["__proto__", "constructor", "toString", "x"]);
+    // A repeated label keeps its first place and its last score, as assignment did.
+    expect(JSON.stringify(built)).toBe(
+      '{"__proto__":0.1,"constructor":0.2,"toString":0.3,"x":0.5}',
+    );
   });
 });
 
