@@ -99,7 +99,10 @@ export const API_VERSION = "1.0.0";
 
 const NOT_CONFIGURED: ReadonlyMap<string, readonly string[]> = new Map();
 /** Never consulted: without secrets every signature fails before the memory is asked. */
-const NO_SIGNATURES: UsedSignatures = { claim: () => Promise.resolve(false) };
+const NO_SIGNATURES: UsedSignatures = {
+  claim: () => Promise.resolve(false),
+  release: () => Promise.resolve(),
+};
 
 /**
  * The gateway's API server, not yet listening: the model routes of the route

@@ -12,6 +12,12 @@ export interface UsedSignatures {
    * replay. Atomic: of two concurrent claims of one id, one wins.
    */
   claim(id: string, expiresAtMs: number): Promise<boolean>;
+  /**
+   * Forgets a claim, so that the same signed request may be sent again: for
+   * a request refused before anything was served with a status the spec
+   * tells a client to retry (a 429, a 408, a 5xx).
+   */
+  release(id: string): Promise<void>;
 }
 
 export interface InProcessUsedSignaturesOptions {
@@ -30,6 +36,7 @@ export const DEFAULT_MAX_USED_SIGNATURES = 1_000_000;
 
 const CLAIMED = Promise.resolve(true);
 const REPLAYED = Promise.resolve(false);
+const RELEASED = Promise.resolve();
 
 export class InProcessUsedSignatures implements UsedSignatures {
   /** id -> expiry (ms), in insertion order: roughly the order of expiry. */
@@ -57,6 +64,11 @@ export class InProcessUsedSignatures implements UsedSignatures {
       if (oldest[1] > now) this.evictedUnexpired += 1;
     }
     return CLAIMED;
+  }
+
+  release(id: string): Promise<void> {
+    this.entries.delete(id);
+    return RELEASED;
   }
 
   /** Ids held now; for a gauge and tests. */

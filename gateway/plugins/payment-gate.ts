@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type {
+  FastifyReply,
   FastifyRequest,
   preHandlerAsyncHookHandler,
   preValidationAsyncHookHandler,
@@ -23,10 +24,20 @@ import { responseIdOf } from "./request-id.js";
  *   but stale one is a 402; then the signature is claimed in the memory of
  *   used signatures, and a replay is a 401 like a forgery (see
  *   docs/payment-provider.md for why 401). Never failed open.
- * - `preHandler`, after the body is admitted and the agent's rate limit: the
- *   allowance check with the provider, 402 on a denial, failed open (logged,
- *   counted) only when the provider cannot answer.
+ * - `preHandler`, after the body is admitted and the signing kid's rate
+ *   limit: the allowance check with the provider, 402 on a denial, failed
+ *   open (logged, counted) only when the provider cannot answer.
+ * - `onSend`: a request refused before anything was served, with a status
+ *   the spec tells a client to retry, gives its signature back, so that the
+ *   retry is answered rather than refused as a replay.
  */
+declare module "fastify" {
+  interface FastifyRequest {
+    /** The identity this request claimed in the memory of used signatures. */
+    claimedSignature?: string;
+  }
+}
+
 export interface PaymentGateParts {
   /** kid -> its secrets; empty when the route is not configured (every request is a 401). */
   secrets: ReadonlyMap<string, readonly string[]>;
@@ -85,7 +96,7 @@ export function verifyPayment(parts: PaymentGateParts): preValidationAsyncHookHa
 
     const agentHeader = request.headers["pay-agent-id"];
     const agentId = loggable(agentHeader);
-    // An agent id unfit for logs still names a caller: it is known by its hash.
+    // An agent id unfit for logs is still told apart in them: by its hash.
     const agentKey =
       agentId ??
       (agentHeader === undefined ? "anonymous" : `sha256:${hashOf(String(agentHeader))}`);
@@ -103,14 +114,16 @@ export function verifyPayment(parts: PaymentGateParts): preValidationAsyncHookHa
     // within the tolerance repeats it harmlessly, so it is not claimed.
     const identity = signatureIdentity(result.timestamp, result.kid, rawBody);
     const expiresAtMs = (result.timestamp + parts.toleranceSeconds + 1) * 1000;
-    if (runsModel && !(await parts.usedSignatures.claim(identity, expiresAtMs))) {
-      parts.metrics.payReplays.inc();
-      throw PayErrors.invalidPaySignature("replayed");
+    if (runsModel) {
+      if (!(await parts.usedSignatures.claim(identity, expiresAtMs))) {
+        parts.metrics.payReplays.inc();
+        throw PayErrors.invalidPaySignature("replayed");
+      }
+      request.claimedSignature = identity;
     }
     request.caller = {
       kind: "pay",
       agentId,
-      agentKey,
       payRequestId,
       signedBy: {
         digest: result.digest,
@@ -161,5 +174,36 @@ export function checkAllowance(parts: PaymentGateParts): preHandlerAsyncHookHand
         "payment provider unavailable: allowance check failed open",
       );
     }
+  };
+}
+
+/**
+ * Spec section 7: back off and retry a 429, retry a 408, a 409 and a 5xx.
+ * The other refusals (400, 402, 420) are not retried unchanged.
+ */
+function retryable(status: number): boolean {
+  return status === 408 || status === 409 || status === 429 || status >= 500;
+}
+
+/**
+ * `onSend`, on the payment model routes: gives back the signature of a
+ * request refused with a status the spec says to retry, when nothing was
+ * served (so nothing is or will be settled), before that answer leaves, so
+ * that the retry finds it free. A 429 of the signer's rate limit, a 408 of a
+ * runtime that did not answer, a 502 or 503 with no runtime to serve it. A
+ * stream has sent its 200 before it can fail, so its signature stays used. A
+ * release that fails leaves the claim until it expires: the retry is then
+ * refused as a replay, the strict side.
+ */
+export function releaseRefused(
+  parts: PaymentGateParts,
+): (request: FastifyRequest, reply: FastifyReply) => Promise<void> | null {
+  return (request, reply) => {
+    const claimed = request.claimedSignature;
+    if (claimed === undefined || reply.served || !retryable(reply.statusCode)) return null;
+    request.claimedSignature = undefined;
+    return parts.usedSignatures.release(claimed).catch((error: unknown) => {
+      request.log.warn({ ...logFieldsOf(request), err: error }, "signature not released");
+    });
   };
 }

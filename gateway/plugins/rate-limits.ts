@@ -182,12 +182,18 @@ export function reserveApiKeyTokens(
   };
 }
 
-/** `preHandler`, after the body is judged, on the payment routes: the buying agent's request and token buckets together. */
-export function limitPayAgents(parts: RateLimitParts): preHandlerAsyncHookHandler {
+/**
+ * `preHandler`, after the body is judged, on the payment routes: the request
+ * and token buckets of the `kid` that signed the request. Not the
+ * `pay-agent-id`'s: that header is unsigned, so a bucket of its name could be
+ * escaped by renaming it and emptied by anyone holding any signature (a read's
+ * may be sent again within the tolerance) under another agent's name.
+ */
+export function limitPaySigners(parts: RateLimitParts): preHandlerAsyncHookHandler {
   return async (request, reply) => {
     const caller = request.caller;
     if (caller?.kind !== "pay") return;
-    const id = `agent:${caller.agentKey}`;
+    const id = `kid:${caller.signedBy.kid}`;
     const tokensPerMinute = parts.defaults.tokensPerMinute;
     await decide(request, reply, parts, [
       { unit: "requests", take: { id: `${id}:requests`, limits: parts.defaults, cost: 1 } },

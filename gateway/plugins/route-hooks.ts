@@ -15,10 +15,15 @@ import type { GatewayRouteConfig } from "../routes/route-config.js";
 import { authenticateApiKey } from "./api-key-auth.js";
 import { admitModel, raiseBodyProblem } from "./body-admission.js";
 import { billServed, type MeteringParts } from "./metering.js";
-import { checkAllowance, verifyPayment, type PaymentGateParts } from "./payment-gate.js";
+import {
+  checkAllowance,
+  releaseRefused,
+  verifyPayment,
+  type PaymentGateParts,
+} from "./payment-gate.js";
 import {
   limitApiKeys,
-  limitPayAgents,
+  limitPaySigners,
   reserveApiKeyTokens,
   settleStreamedTokens,
   settleTokens,
@@ -97,7 +102,7 @@ export function routeHooksOf(config: GatewayRouteConfig, parts: HookParts): Rout
       after(reserve(request, reply), done);
     });
   }
-  if (config.rateLimit === "pay-agent") hooks.preHandler.push(limitPayAgents(parts.limits)); // 429
+  if (config.rateLimit === "pay-signer") hooks.preHandler.push(limitPaySigners(parts.limits)); // 429
   if (payRoute) hooks.preHandler.push(checkAllowance(parts.pay)); // 402
 
   // The handler: forward to a runtime, relay its answer (a stream bills from its last event).
@@ -110,6 +115,11 @@ export function routeHooksOf(config: GatewayRouteConfig, parts: HookParts): Rout
       if (bill === null) return done();
       after(bill(request, reply), done);
     });
+  }
+  // A refusal the client is told to retry gives its payment signature back (after billing: none was).
+  if (payRoute && modelRoute) {
+    const release = releaseRefused(parts.pay);
+    hooks.onSend.push((request, reply, _payload, done) => after(release(request, reply), done));
   }
   // A stream's usage is known at its last event: its token reservation is settled once it ends.
   if (limited) hooks.onResponse.push(settleStreamedTokens(parts.limits));

@@ -27,8 +27,6 @@ export interface PayCaller {
   readonly kind: "pay";
   /** `pay-agent-id` when it is fit to log; unsigned, so it decides no charge. */
   readonly agentId: string | null;
-  /** The rate-limit identity: the agent id, a hash of an unloggable one, or `anonymous`. */
-  readonly agentKey: string;
   /** `pay-request-id` when it is fit to log. */
   readonly payRequestId: string | null;
   /** What the provider signed: the settlement carries it. */

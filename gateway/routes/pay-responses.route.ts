@@ -30,7 +30,7 @@ export const payResponsesRoute: RouteSpec = {
     "The same body and routing as /v1/responses, authenticated only by `pay-signature`, each signature accepted once. An allowance check with the payment provider runs before any inference; actual usage is settled with the provider and reported in `pay-usage`.",
   config: {
     auth: "pay-signature",
-    rateLimit: "pay-agent",
+    rateLimit: "pay-signer",
     metering: "settlement",
     modelRoute: "pay",
     metricsName: "pay",
@@ -51,7 +51,7 @@ export const payResponsesRoute: RouteSpec = {
       name: "pay-agent-id",
       required: false,
       description:
-        "The buying agent: the caller identity for rate limits and logs. Unsigned, so it decides no charge: the provider attributes by the signature it issued.",
+        "The buying agent, named to the provider and in logs. Unsigned, so it decides no charge and no limit: the provider attributes by the signature it issued, and the rate limit is the signing `kid`'s.",
     },
     REQUEST_ID,
   ],

@@ -10,8 +10,8 @@ import type { RouteName } from "../../crds/inference-model.js";
 export interface GatewayRouteConfig {
   /** Who may call: an API key (401, 403), a payment signature (401, 402), or anyone. */
   auth: "api-key" | "pay-signature" | "none";
-  /** Whose token bucket a request takes from: the API key's, the buying agent's, or none. */
-  rateLimit: "api-key" | "pay-agent" | "none";
+  /** Whose token bucket a request takes from: the API key's, the signing `kid`'s, or none. */
+  rateLimit: "api-key" | "pay-signer" | "none";
   /**
    * How a served request is billed: a usage record for the key's account, a
    * settlement with the payment provider, or not at all.

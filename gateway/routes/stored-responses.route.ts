@@ -38,7 +38,7 @@ const API_KEY: GatewayRouteConfig = {
 
 const PAY: GatewayRouteConfig = {
   auth: "pay-signature",
-  rateLimit: "pay-agent",
+  rateLimit: "pay-signer",
   metering: "none",
   modelRoute: null,
   metricsName: "pay-stored",
@@ -66,7 +66,7 @@ const PAY_HEADERS: HeaderSpec[] = [
   {
     name: "pay-agent-id",
     required: false,
-    description: "The buying agent, for rate limits and logs only: unsigned, it decides no access.",
+    description: "The buying agent, for logs only: unsigned, it decides no access and no limit.",
   },
   REQUEST_ID,
 ];

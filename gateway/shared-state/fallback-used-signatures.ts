@@ -39,4 +39,22 @@ export class FallbackUsedSignatures implements UsedSignatures {
     this.options.metrics.fallbacks.inc({ kind: "signature" });
     return local.claim(id, expiresAtMs);
   }
+
+  /**
+   * Forgotten here and in Valkey. While Valkey is away the shared claim
+   * stays until it expires: the retry is then refused as a replay, the
+   * strict side, as a claim decided locally is.
+   */
+  async release(id: string): Promise<void> {
+    const { connection, shared, local } = this.options;
+    await local.release(id);
+    if (!connection.available) return;
+    try {
+      await shared.release(id);
+      connection.commandSucceeded();
+    } catch (error) {
+      connection.commandFailed(error);
+      this.options.logger.debug({ err: error }, "valkey release failed");
+    }
+  }
 }

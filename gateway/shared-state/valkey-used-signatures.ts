@@ -22,4 +22,8 @@ export class ValkeyUsedSignatures implements UsedSignatures {
     );
     return answer === "OK";
   }
+
+  async release(id: string): Promise<void> {
+    await this.client.del(USED_SIGNATURE_KEY_PREFIX + id);
+  }
 }

@@ -4,6 +4,10 @@ import type { Limiter } from "../../../gateway/rate-limit/limiter.js";
 import { InProcessLimiter, RateLimiter } from "../../../gateway/rate-limit/rate-limiter.js";
 import { MAX_BATCH, ValkeyLimiter } from "../../../gateway/shared-state/valkey-limiter.js";
 import { ValkeyUsedSignatures } from "../../../gateway/shared-state/valkey-used-signatures.js";
+import {
+  InProcessUsedSignatures,
+  type UsedSignatures,
+} from "../../../gateway/pay/used-signatures.js";
 import { startRedisServer, type RedisServer } from "../../support/redis-server.js";
 
 /**
@@ -184,5 +188,22 @@ describe("Valkey used signatures", () => {
     await new Promise((r) => setTimeout(r, 600));
     expect(await two.claim("sig-a", Date.now() + 400)).toBe(true);
     other.disconnect();
+  });
+});
+
+describe.each([
+  ["in-process", () => new InProcessUsedSignatures()],
+  ["valkey", () => new ValkeyUsedSignatures(client)],
+] as Array<[string, () => UsedSignatures]>)("%s used signatures: release", (_name, make) => {
+  it("gives back a claimed id, once, to be claimed again; an unknown one is a no-op", async () => {
+    const memory = make();
+    const id = `rel-${++run}`;
+    const expires = Date.now() + 60_000;
+    expect(await memory.claim(id, expires)).toBe(true);
+    await memory.release(id);
+    expect(await memory.claim(id, expires)).toBe(true);
+    expect(await memory.claim(id, expires)).toBe(false);
+    await memory.release(`never-${run}`);
+    expect(await memory.claim(id, expires)).toBe(false);
   });
 });
