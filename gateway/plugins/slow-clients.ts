@@ -1,8 +1,15 @@
-import type { ServerOptions, ServerResponse } from "node:http";
+import { maxHeaderSize, type ServerOptions, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import {
+  answerOnSocket,
+  envelopeOf,
+  parserRefusal,
+  rawErrorResponse,
+} from "../../lib/http/client-error.js";
 import { HttpErrors } from "../../lib/http/http-errors.js";
 import { routeConfigOf } from "../routes/route-config.js";
+import { newRequestId } from "./request-id.js";
 
 /**
  * Bounds on how long a client may take to send its request (a slow-body
@@ -15,6 +22,12 @@ import { routeConfigOf } from "../routes/route-config.js";
  * cut off is answered 408 in our ErrorEnvelope while a response can still
  * be sent, then the connection is closed. The time to answer is not bounded
  * here: the model's timeout does that.
+ *
+ * The server's `clientErrorHandler` is here too, as Node reports a timeout
+ * through the same event as its parser's refusals (headers over the limit:
+ * 431; malformed bytes: 400). Each is answered in the ErrorEnvelope with an
+ * `x-request-id`, the request's own when it reached the server, else a new
+ * one: nothing is read from bytes the parser refused.
  */
 export function slowClientOptions(
   requestTimeoutSeconds: number,
@@ -33,18 +46,8 @@ export function slowClientOptions(
       headersTimeout: headersMs,
       connectionsCheckingInterval: Math.min(1000, headersMs),
     },
-    clientErrorHandler: answerClientError(
-      requestTimeoutBody(requestTimeoutSeconds),
-      requestTimeoutBody(uploadTimeoutSeconds),
-    ),
+    clientErrorHandler: answerClientError(requestTimeoutSeconds, uploadTimeoutSeconds),
   };
-}
-
-function requestTimeoutBody(seconds: number): string {
-  const timeout = HttpErrors.requestNotReceived(seconds);
-  return JSON.stringify({
-    error: { message: timeout.message, type: timeout.type, code: timeout.code },
-  });
 }
 
 /** The response of the request a socket is receiving, while it is being received. */
@@ -56,7 +59,6 @@ const uploading = new WeakSet<Socket>();
 export function slowClientGuard(
   requestTimeoutSeconds: number,
 ): (request: FastifyRequest, reply: FastifyReply) => void {
-  const body = requestTimeoutBody(requestTimeoutSeconds);
   return (request, reply) => {
     const socket = request.raw.socket;
     receiving.set(socket, reply.raw);
@@ -67,7 +69,7 @@ export function slowClientGuard(
       const timer = setTimeout(() => {
         if (request.raw.complete) return;
         request.log.info({ code: "request_receive_timeout" }, "request not received in time");
-        answerTimeout(socket, body);
+        answerTimeout(socket, requestTimeoutSeconds, request.id);
       }, requestTimeoutSeconds * 1000);
       timer.unref();
       const clear = () => clearTimeout(timer);
@@ -77,39 +79,50 @@ export function slowClientGuard(
   };
 }
 
-/** 408 on the response being received when it can still be sent, else on the bare socket. */
-function answerTimeout(socket: Socket, body: string): void {
+/**
+ * 408 on the response being received when it can still be sent, which
+ * carries its request's x-request-id, else on the bare socket with
+ * `requestId`. Returns the id answered with.
+ */
+function answerTimeout(socket: Socket, seconds: number, requestId: string): string {
+  const timeout = HttpErrors.requestNotReceived(seconds);
   const response = receiving.get(socket);
   if (response && !response.headersSent && !response.writableEnded) {
-    // The request reached the server: answer on its response, which carries its x-request-id.
     response.writeHead(408, { "content-type": "application/json", connection: "close" });
-    response.end(body, () => socket.destroy());
-    return;
+    response.end(envelopeOf(timeout), () => socket.destroy());
+    return String(response.getHeader("x-request-id"));
   }
-  if (socket.writable) {
-    socket.end(
-      `HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-    );
-  } else socket.destroy();
+  answerOnSocket(socket, rawErrorResponse(timeout, requestId));
+  return requestId;
 }
 
-function answerClientError(requestBody: string, uploadBody: string) {
+function answerClientError(requestTimeoutSeconds: number, uploadTimeoutSeconds: number) {
   return function (this: FastifyInstance, error: NodeJS.ErrnoException, socket: Socket): void {
     // A reset connection has nobody left to answer.
     if (error.code === "ECONNRESET" || socket.destroyed) return;
+    // No request exists for these bytes: the id is a new one, logged with the refusal.
+    const requestId = newRequestId();
     if (error.code !== "ERR_HTTP_REQUEST_TIMEOUT") {
-      // Node's parser refused the bytes (headers too large, malformed): say so plainly.
-      const status =
-        error.code === "HPE_HEADER_OVERFLOW"
-          ? "431 Request Header Fields Too Large"
-          : "400 Bad Request";
-      if (socket.writable) {
-        socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
-      } else socket.destroy(error);
+      // Node's parser refused the bytes. The server sets no header limit of its
+      // own (`http` above), so Node's process-wide one applies.
+      const refusal = parserRefusal(error.code, maxHeaderSize);
+      if (answerOnSocket(socket, rawErrorResponse(refusal, requestId))) {
+        this.log.info(
+          { requestId, code: refusal.code, status: refusal.statusCode, parserError: error.code },
+          "request refused",
+        );
+      }
       return;
     }
     // Node's bound is the larger one: past it an upload is cut off; before it, headers never finished.
-    this.log.info({ code: "request_receive_timeout" }, "request not received in time");
-    answerTimeout(socket, uploading.has(socket) ? uploadBody : requestBody);
+    const answeredWith = answerTimeout(
+      socket,
+      uploading.has(socket) ? uploadTimeoutSeconds : requestTimeoutSeconds,
+      requestId,
+    );
+    this.log.info(
+      { requestId: answeredWith, code: "request_receive_timeout" },
+      "request not received in time",
+    );
   };
 }

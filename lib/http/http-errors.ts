@@ -49,6 +49,18 @@ export const HttpErrors = {
     "invalid_request_error",
     () => "The URL's path is not valid: a percent-encoding in it is malformed.",
   ),
+  /**
+   * Bytes Node's HTTP parser refuses before any route runs: a malformed
+   * request line or header name, a Content-Length beside a Transfer-Encoding,
+   * two different Content-Lengths. Nothing of the request is echoed.
+   */
+  malformedRequest: defineError(
+    "invalid_request",
+    400,
+    "invalid_request_error",
+    () =>
+      "The request is not well-formed HTTP/1.1: a malformed request line or header, or a conflicting Content-Length or Transfer-Encoding.",
+  ),
   /** The path exists, but not with this method; the `Allow` header lists the methods it serves. */
   methodNotAllowed: defineError(
     "method_not_allowed",
@@ -69,5 +81,13 @@ export const HttpErrors = {
     413,
     "invalid_request_error",
     (limitBytes: number) => `The request body is larger than the limit of ${limitBytes} bytes.`,
+  ),
+  /** The request line and headers together are over the HTTP server's limit (Node's 16 KiB by default). */
+  headersTooLarge: defineError(
+    "headers_too_large",
+    431,
+    "invalid_request_error",
+    (limitBytes: number) =>
+      `The request's headers are larger than the limit of ${limitBytes} bytes.`,
   ),
 } as const;

@@ -40,6 +40,7 @@ describe("docs/errors.md", () => {
         "unsupported_content_type",
         "unsupported_content_encoding",
         "request_too_large",
+        "headers_too_large",
         "invalid_request",
         "model_not_found",
         "response_not_found",
