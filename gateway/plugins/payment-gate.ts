@@ -57,13 +57,23 @@ function hashOf(value: string): string {
   return createHash("sha256").update(value).digest("hex").slice(0, 16);
 }
 
-/** The allowance covers the worst case: the model's whole token limit, or the input plus the output asked for. */
+/**
+ * The most tokens, input and output together, a request can be billed: what
+ * the allowance check asks the provider for and a token bucket reserves.
+ * Text generation: the model's limit, which its input and output share (the
+ * runtime gives the output only the room the input leaves), so no
+ * `max_output_tokens`, however large, asks for more than the model can
+ * produce. Another task: the limit bounds the input, plus the output asked
+ * for.
+ */
 export function mostTokens(
   input: string,
   instructions: string | undefined,
   maxOutput: number | null | undefined,
-  maxTokens: number | undefined,
+  model: Pick<RoutableModel, "maxTokens" | "task"> | null | undefined,
 ): number {
+  const maxTokens = model?.maxTokens;
+  if (maxTokens !== undefined && model?.task === "text-generation") return maxTokens;
   if (maxTokens !== undefined) return maxTokens + (maxOutput ?? 0);
   // No limit known: one token per UTF-8 byte bounds any BPE or WordPiece tokenizer.
   return Buffer.byteLength(input) + Buffer.byteLength(instructions ?? "") + (maxOutput ?? 4096);
@@ -164,7 +174,7 @@ export function checkAllowance(parts: PaymentGateParts): preHandlerAsyncHookHand
     };
     const allowance = await parts.checkAllowance({
       ...paidRequestOf(request, caller, model),
-      maxTokens: mostTokens(body.input, body.instructions, body.max_output_tokens, model.maxTokens),
+      maxTokens: mostTokens(body.input, body.instructions, body.max_output_tokens, model),
     });
     if (allowance.kind === "denied") throw PayErrors.paymentRequired(allowance);
     if (allowance.kind === "unavailable") {

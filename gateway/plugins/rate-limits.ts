@@ -75,12 +75,7 @@ function mostTokensOf(request: FastifyRequest): number {
     instructions?: string;
     max_output_tokens?: number | null;
   };
-  return mostTokens(
-    body.input,
-    body.instructions,
-    body.max_output_tokens,
-    request.model?.maxTokens,
-  );
+  return mostTokens(body.input, body.instructions, body.max_output_tokens, request.model);
 }
 
 /**

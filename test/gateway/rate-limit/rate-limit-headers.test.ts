@@ -27,13 +27,16 @@ const TOKEN_HEADERS = [
  * The rate-limit headers on real answers of the in-process limiter (the
  * Valkey one is checked in test/gateway/shared-state/replicas.test.ts). The
  * default token limit is 300 a minute (5 a second); tiny-gpt's 256-token
- * limit plus `max_output_tokens` is what a request reserves.
+ * limit, which its input and output share, is what a request reserves.
  */
 let p: Platform;
 beforeAll(async () => {
   p = await startPlatform({ config: { rateLimitTokensPerMinute: 300 } });
 });
 afterAll(async () => p?.close());
+
+/** About a hundred tokens: a request that uses enough that a second reservation of 256 cannot fit. */
+const LONG = "The quick brown fox jumps over the lazy dog. ".repeat(10);
 
 const headersOf = (headers: Headers, names: string[]) => names.map((name) => headers.get(name));
 
@@ -46,7 +49,7 @@ describe("x-ratelimit-* headers", () => {
     // The token headers tell the balance after this request's reservation.
     expect(first.headers.get("x-ratelimit-limit-tokens")).toBe("300");
     expect(Number(first.headers.get("x-ratelimit-remaining-tokens"))).toBeLessThanOrEqual(
-      300 - 258,
+      300 - 256,
     );
     expect(first.headers.get("x-ratelimit-reset-tokens")).toMatch(/^\d+(\.\d+)?s$/);
 
@@ -62,14 +65,15 @@ describe("x-ratelimit-* headers", () => {
   });
 
   it("a token reservation is settled with the used count; one that does not fit is a 429", async () => {
-    // 256 + 40 = 296 of 300 reserved: admitted.
-    const body = { ...GEN, max_output_tokens: 40 };
+    // 256 of 300 reserved: admitted.
+    const body = { ...GEN, input: LONG, max_output_tokens: 40 };
     const first = await read(p.api(body));
     expect(first.status).toBe(200);
-    expect(Number(first.headers.get("x-ratelimit-remaining-tokens"))).toBeLessThanOrEqual(4 + 5);
+    expect(Number(first.headers.get("x-ratelimit-remaining-tokens"))).toBeLessThanOrEqual(44 + 5);
     const usage = first.body.usage as { input_tokens: number; output_tokens: number };
     const used = usage.input_tokens + usage.output_tokens;
-    expect(used).toBeLessThan(296);
+    expect(used).toBeGreaterThan(44 + 10);
+    expect(used).toBeLessThanOrEqual(256);
     // The settlement gives back what was not used (it runs as the answer leaves).
     await new Promise((r) => setTimeout(r, 50));
     const second = await read(p.api(body));
@@ -79,23 +83,26 @@ describe("x-ratelimit-* headers", () => {
     expect(remaining).toBeGreaterThanOrEqual(300 - used);
     expect(remaining).toBeLessThan(300 - used + 10);
     const retryAfter = Number(second.headers.get("retry-after"));
-    expect(retryAfter).toBeGreaterThanOrEqual(Math.floor((296 - remaining) / 5));
-    expect(retryAfter).toBeLessThanOrEqual(Math.ceil((296 - remaining) / 5) + 1);
+    expect(retryAfter).toBeGreaterThanOrEqual(Math.floor((256 - remaining) / 5));
+    expect(retryAfter).toBeLessThanOrEqual(Math.ceil((256 - remaining) / 5) + 1);
   });
 
   it("a stream keeps its reservation until it ends, then settles with its last event's usage", async () => {
     // Another key, so the bucket starts full: 300 tokens.
     const key = p.keys.acmeWeb.key;
-    const body = { ...GEN, max_output_tokens: 40 };
+    const body = { ...GEN, input: LONG, max_output_tokens: 40 };
     const streamed = await p.api({ ...body, stream: true }, { key });
     expect(streamed.status).toBe(200);
     expect(streamed.headers.get("content-type")).toMatch(/^text\/event-stream/);
-    // Reserved as the stream starts: 296 of 300 held.
-    expect(Number(streamed.headers.get("x-ratelimit-remaining-tokens"))).toBeLessThanOrEqual(4 + 5);
+    // Reserved as the stream starts: 256 of 300 held.
+    expect(Number(streamed.headers.get("x-ratelimit-remaining-tokens"))).toBeLessThanOrEqual(
+      44 + 5,
+    );
     const events = parseEventStream(await streamed.text());
     const last = events.at(-1)!.data as unknown as { response: { usage: Record<string, number> } };
     const used = last.response.usage.input_tokens! + last.response.usage.output_tokens!;
-    expect(used).toBeLessThan(296);
+    expect(used).toBeGreaterThan(44 + 10);
+    expect(used).toBeLessThanOrEqual(256);
     await new Promise((r) => setTimeout(r, 50));
     // Settled with what the stream used, not given back whole as its headers left.
     const second = await read(p.api(body, { key }));
@@ -105,7 +112,16 @@ describe("x-ratelimit-* headers", () => {
     expect(remaining).toBeLessThan(300 - used + 10);
   });
 
-  it("the payment route carries them for the buying agent", async () => {
+  it("a max_output_tokens past the model's limit reserves no more than the limit", async () => {
+    const answer = await read(
+      p.api({ ...GEN, max_output_tokens: 2_147_483_647 }, { key: p.keys.admin.key }),
+    );
+    expect(answer.status).toBe(200);
+    // Input and output share tiny-gpt's 256: nothing can use more.
+    expect(Number(answer.headers.get("x-ratelimit-remaining-tokens"))).toBe(300 - 256);
+  });
+
+  it("the payment route carries them for the signing kid", async () => {
     const answer = await read(p.pay(GEN, { headers: { "pay-agent-id": "agent-h" } }));
     expect(answer.status).toBe(200);
     for (const name of [...REQUEST_HEADERS, ...TOKEN_HEADERS]) {

@@ -120,3 +120,20 @@ describe("a refusal the spec says to retry gives the payment signature back", ()
     expect(again.status).toBe(401);
   });
 });
+
+describe("the allowance asked of the provider", () => {
+  it("is the model's limit for text generation, however large max_output_tokens", async () => {
+    await refilled("k2");
+    const raw = JSON.stringify({
+      model: "tiny-gpt",
+      input: "Hello",
+      max_output_tokens: 2_147_483_647,
+      metadata: { n: `pl-${++bodies}` },
+    });
+    const answer = await p.pay(raw, { signature: p.sign(raw, "k2", SECRETS.k2new) });
+    expect(answer.status).toBe(200);
+    const { id } = (await answer.json()) as { id: string };
+    // Input and output share tiny-gpt's 256 tokens: the worst case is 256, not 256 + 2^31.
+    expect(p.provider.ledger.checks.find((c) => c.responseId === id)?.maxTokens).toBe(256);
+  });
+});
