@@ -67,17 +67,42 @@ export const deletedResponseSchema = z.object({
  * is retrieved whole: `true` is refused rather than answered with JSON that
  * a client reading events would take for an empty stream.
  */
-export const retrieveQuerySchema = z.object({
+/**
+ * A parameter the OpenAI API takes that changes nothing here (`include`,
+ * which the clients write `include[]`): accepted, so that a client sending it
+ * works, and ignored. Any other unknown parameter is a 400 naming it.
+ */
+const ignoredOpenAiParam = z
+  .union([z.string(), z.array(z.string())])
+  .optional()
+  .describe("Taken as the OpenAI API takes it, and ignored: nothing here depends on it");
+
+/** The ignored parameters, which may come more than once (the clients repeat `include[]`). */
+export const REPEATABLE_QUERY_PARAMS: ReadonlySet<string> = new Set([
+  "include",
+  "include[]",
+  "include_obfuscation",
+  "starting_after",
+]);
+
+/** `DELETE` and `POST …/cancel` take no parameter. */
+export const noQuerySchema = z.strictObject({});
+
+export const retrieveQuerySchema = z.strictObject({
   stream: z
     .enum(["false"], {
       error: "a stored response is retrieved whole; streaming it back is not supported",
     })
     .optional()
     .describe("Only `false`: a stored response is retrieved whole (`true` is a 400)"),
+  include: ignoredOpenAiParam,
+  "include[]": ignoredOpenAiParam,
+  include_obfuscation: ignoredOpenAiParam,
+  starting_after: ignoredOpenAiParam,
 });
 
 /** `GET /v1/responses/{id}/input_items`: the query as the OpenAI API takes it. */
-export const inputItemsQuerySchema = z.object({
+export const inputItemsQuerySchema = z.strictObject({
   after: z.string().min(1).max(128).optional().describe("An item id: list the items after it"),
   limit: z.coerce
     .number()
@@ -90,6 +115,8 @@ export const inputItemsQuerySchema = z.object({
     .enum(["asc", "desc"])
     .default("desc")
     .describe("`asc`: oldest first; `desc` (the default): newest first"),
+  include: ignoredOpenAiParam,
+  "include[]": ignoredOpenAiParam,
 });
 export type InputItemsQuery = z.infer<typeof inputItemsQuerySchema>;
 

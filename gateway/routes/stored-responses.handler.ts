@@ -3,7 +3,9 @@ import type { ChatMessage } from "../../api/input-items.js";
 import type { z } from "zod";
 import {
   inputItemsQuerySchema,
+  noQuerySchema,
   pageOfItems,
+  REPEATABLE_QUERY_PARAMS,
   retrieveQuerySchema,
   storedItemsOf,
   type StoredInputItem,
@@ -34,11 +36,21 @@ function idOf(request: FastifyRequest): string {
   return (request.params as { response_id: string }).response_id;
 }
 
-/** The route's query, or the 400 naming its first bad parameter. */
+/** The route's query, or the 400 naming its first bad, repeated or unknown parameter. */
 function queryOf<T extends z.ZodType>(schema: T, request: FastifyRequest): z.infer<T> {
-  const query = schema.safeParse(request.query ?? {});
+  const raw = (request.query ?? {}) as Record<string, unknown>;
+  for (const [name, value] of Object.entries(raw)) {
+    if (Array.isArray(value) && !REPEATABLE_QUERY_PARAMS.has(name)) {
+      throw GatewayErrors.invalidQuery(`'${name}' is given more than once.`, name);
+    }
+  }
+  const query = schema.safeParse(raw);
   if (query.success) return query.data;
   const issue = query.error.issues[0]!;
+  if (issue.code === "unrecognized_keys") {
+    const param = issue.keys[0]!;
+    throw GatewayErrors.invalidQuery(`Unknown query parameter '${param}'.`, param);
+  }
   const param = String(issue.path[0] ?? "query");
   throw GatewayErrors.invalidQuery(`Invalid '${param}': ${issue.message}.`, param);
 }
@@ -55,6 +67,7 @@ export function retrieveHandler(deps: StoredDeps) {
 
 export function deleteHandler(deps: StoredDeps) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
+    queryOf(noQuerySchema, request);
     const id = idOf(request);
     const deleted = (await deps.responses?.delete(id, ownerOfRequest(request))) ?? false;
     if (!deleted) throw GatewayErrors.responseNotFound(id, null);
@@ -65,6 +78,7 @@ export function deleteHandler(deps: StoredDeps) {
 /** Nothing here runs in the background, so the caller's response is never cancellable. */
 export function cancelHandler(deps: StoredDeps) {
   return async (request: FastifyRequest): Promise<never> => {
+    queryOf(noQuerySchema, request);
     const id = idOf(request);
     const row = await deps.responses?.get(id, ownerOfRequest(request));
     if (!row) throw GatewayErrors.responseNotFound(id, null);

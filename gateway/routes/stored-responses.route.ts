@@ -174,7 +174,7 @@ function storedRoutes(prefix: string, paid: boolean): RouteSpec[] {
           },
           400: {
             description:
-              "`stream=true`: a stored response is retrieved whole (`error.param`: `stream`)",
+              "`stream=true`: a stored response is retrieved whole (`error.param`: `stream`); or a parameter given twice or unknown (`error.param` names it)",
             schema: errorEnvelopeSchema,
             headers: [REQUEST_ID],
           },
@@ -190,6 +190,18 @@ function storedRoutes(prefix: string, paid: boolean): RouteSpec[] {
       "Delete a stored response",
       "Deletes the stored response and its input items; a conversation continued from it later starts after it.",
       { description: "Deleted", schema: deletedResponseSchema, headers: [REQUEST_ID] },
+      {
+        responses: {
+          200: { description: "Deleted", schema: deletedResponseSchema, headers: [REQUEST_ID] },
+          400: {
+            description:
+              "A query parameter, which this route takes none of (`error.param` names it)",
+            schema: errorEnvelopeSchema,
+            headers: [REQUEST_ID],
+          },
+          ...errorsOf(paid),
+        },
+      },
     ),
     route(
       "POST",
@@ -203,7 +215,7 @@ function storedRoutes(prefix: string, paid: boolean): RouteSpec[] {
         responses: {
           400: {
             description:
-              "The caller's response, which was answered in the foreground and cannot be cancelled (`response_not_cancellable`, `error.param`: `response_id`)",
+              "The caller's response, which was answered in the foreground and cannot be cancelled (`response_not_cancellable`, `error.param`: `response_id`); or a query parameter, which this route takes none of (`invalid_query`)",
             schema: errorEnvelopeSchema,
             headers: [REQUEST_ID],
           },
@@ -228,7 +240,8 @@ function storedRoutes(prefix: string, paid: boolean): RouteSpec[] {
             headers: [REQUEST_ID],
           },
           400: {
-            description: "A query parameter out of range (`error.param` names it)",
+            description:
+              "A query parameter out of range, given twice or unknown (`error.param` names it)",
             schema: errorEnvelopeSchema,
             headers: [REQUEST_ID],
           },

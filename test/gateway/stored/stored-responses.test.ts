@@ -138,6 +138,30 @@ describe("stored responses on the API-key route", () => {
     }
   });
 
+  it("refuses an unknown or repeated query parameter by name, and takes the OpenAI clients' include", async () => {
+    const { id } = await created(ASK);
+    for (const [path, param, message, method] of [
+      [`/v1/responses/${id}?foo=bar`, "foo", /Unknown query parameter 'foo'/],
+      [`/v1/responses/${id}/input_items?foo=bar`, "foo", /Unknown query parameter 'foo'/],
+      [`/v1/responses/${id}/input_items?limit=1&limit=2`, "limit", /given more than once/],
+      [`/v1/responses/${id}?stream=false&stream=false`, "stream", /given more than once/],
+      [`/v1/responses/${id}?force=1`, "force", /Unknown query parameter 'force'/, "DELETE"],
+      [`/v1/responses/${id}/cancel?now=1`, "now", /Unknown query parameter 'now'/, "POST"],
+    ] as const) {
+      const res = await get(path, {}, method ?? "GET");
+      expect(res.status, path).toBe(400);
+      const { error } = (await res.json()) as { error: Record<string, string> };
+      expect(error, path).toMatchObject({ param, code: "invalid_query" });
+      expect(error.message, path).toMatch(message);
+    }
+    for (const path of [
+      `/v1/responses/${id}?include[]=message.output_text.logprobs`,
+      `/v1/responses/${id}/input_items?include=a&include=b&limit=5`,
+    ]) {
+      expect((await get(path)).status, path).toBe(200);
+    }
+  });
+
   it("answers an `after` naming no item of the response 404, naming the cursor", async () => {
     const { id } = await created(ASK);
     const res = await get(`/v1/responses/${id}/input_items?after=msg_nope`);
