@@ -186,11 +186,13 @@ const commonShape = {
         "A string, or (text generation) a list of message items as the OpenAI clients send a conversation: `role` user, assistant, system or developer, `content` a string or text parts",
     }),
   instructions: absentIfNull(z.string()),
+  // The cap first: a number past it (1e300) is refused with the cap, not
+  // with zod's safe-integer bound, which is not this field's.
   max_output_tokens: z
     .number()
+    .max(MAX_OUTPUT_TOKENS_CAP, `must be at most ${MAX_OUTPUT_TOKENS_CAP}`)
     .int()
     .min(1)
-    .max(MAX_OUTPUT_TOKENS_CAP, `must be at most ${MAX_OUTPUT_TOKENS_CAP}`)
     .nullable()
     .optional(),
   parallel_tool_calls: defaultIfNull(z.boolean(), true),

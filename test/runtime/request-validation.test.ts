@@ -33,6 +33,10 @@ describe("ResponsesRequest validation (spec 2.1)", () => {
     [{ ...base, top_p: 0 }, "top_p", /Invalid 'top_p'/],
     [{ ...base, max_output_tokens: 1.5 }, "max_output_tokens", /Invalid/],
     [{ ...base, max_output_tokens: 0 }, "max_output_tokens", /Invalid/],
+    // Past the cap, however far: the cap is what the message names.
+    [{ ...base, max_output_tokens: 99999999999 }, "max_output_tokens", /at most 2147483647/],
+    [{ ...base, max_output_tokens: 1e300 }, "max_output_tokens", /at most 2147483647/],
+    [{ ...base, max_output_tokens: 2 ** 53 + 2 }, "max_output_tokens", /at most 2147483647/],
     [{ ...base, truncation: "sometimes" }, "truncation", /Invalid 'truncation'/],
     [{ ...base, store: "yes" }, "store", /Invalid 'store'/],
     [{ ...base, parallel_tool_calls: 1 }, "parallel_tool_calls", /Invalid/],
