@@ -1,3 +1,5 @@
+import { mulberry32 } from "../../fixtures/prng.js";
+
 /**
  * A percentile bootstrap over a run's rounds: how far a statistic of the run
  * (the difference of two pooled medians, say) could move had the same
@@ -38,16 +40,4 @@ export function bootstrapInterval(
   const tail = (1 - level) / 2;
   const at = (q: number) => values[Math.min(values.length - 1, Math.floor(q * values.length))]!;
   return [at(tail), at(1 - tail)];
-}
-
-/** A small seeded generator of uniform numbers in [0, 1): mulberry32, 32 bits of state. */
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
