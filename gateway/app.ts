@@ -4,6 +4,7 @@ import type { Kysely } from "kysely";
 import { sendError } from "../api/error-envelope.js";
 import { HttpErrors } from "../lib/http/http-errors.js";
 import { acceptJsonBodiesOnly } from "../lib/http/json-body.js";
+import "../lib/http/reason-phrases.js";
 import type { KeyStore } from "./auth/key-store.js";
 import { batchHandlers } from "./batch/batches.routes.js";
 import {

@@ -2,6 +2,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import { sendError } from "../api/error-envelope.js";
 import { HttpErrors } from "../lib/http/http-errors.js";
 import { acceptJsonBodiesOnly } from "../lib/http/json-body.js";
+import "../lib/http/reason-phrases.js";
 import type { RuntimeContext } from "./context.js";
 import { healthRoutes } from "./routes/health.route.js";
 import { responsesRoute } from "./routes/responses.route.js";

@@ -225,6 +225,17 @@ describe("7 · 408 / 420 / 429", () => {
     },
   );
 
+  it("7 · 420 · the status line names it, on both routes and streamed, not Node's `420 unknown`", async () => {
+    for (const route of ["api-key", "pay"] as Route[]) {
+      for (const stream of [false, true]) {
+        const res = await send(route, { ...GEN, input: LONG_INPUT, stream });
+        await res.text();
+        expect(res.status).toBe(420);
+        expect(res.statusText, `${route}, stream ${stream}`).toBe("Token Limit Exceeded");
+      }
+    }
+  });
+
   it("7 · 420 · nothing is billed for a refused input on the payment route", async () => {
     const answer = await read(p.pay({ ...GEN, input: LONG_INPUT }));
     expect(answer.status).toBe(420);
