@@ -1,4 +1,5 @@
 import { Readable } from "node:stream";
+import { finished } from "node:stream/promises";
 import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from "fastify";
 import type { Kysely } from "kysely";
 import { z } from "zod";
@@ -238,6 +239,22 @@ async function* formRead<T>(source: AsyncIterable<T>): AsyncGenerator<T> {
   }
 }
 
+/**
+ * Reads and drops what is left of a refused upload's body. The form is read
+ * no further than the refusal, so without this the body would stall unread,
+ * and a client that sends its whole body before it reads the answer (the
+ * Python client's httpx) would see the 400 only when the keep-alive timeout
+ * closed the connection, 65 s on, or a reset instead.
+ */
+async function dropRestOfBody(request: FastifyRequest): Promise<void> {
+  const raw = request.raw;
+  if (raw.readableEnded || raw.destroyed) return;
+  raw.unpipe();
+  raw.resume();
+  // A client that hangs up ends the wait too; the upload timeout bounds a slow one.
+  await finished(raw).catch(() => undefined);
+}
+
 async function upload(
   store: StoreHandle,
   now: () => number,
@@ -326,6 +343,7 @@ async function upload(
           "could not delete a refused upload",
         ),
       );
+    await dropRestOfBody(request);
     throw error;
   }
   const row = await findFile(db, owner, writer.id);
