@@ -2,6 +2,7 @@ import { connect } from "node:net";
 import OpenAI, { toFile } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildGateway } from "../../../gateway/app.js";
+import { RequestLineCounter } from "../../../gateway/batch/files.routes.js";
 import { startPlatform, type Platform } from "../support/platform.js";
 
 /**
@@ -167,6 +168,25 @@ describe("the Files API with the openai client", () => {
       purpose: "batch",
     });
     expect(at.bytes).toBe(150_000);
+    // Blank lines are not requests, as validation skips them: 50,000 requests
+    // with blank lines after them (an editor's last line break) are accepted.
+    const blanks = await client(p.keys.acme.key).files.create({
+      file: await toFile(Buffer.from("{}\n".repeat(50_000) + "\n \r\n\t\n"), "blank.jsonl"),
+      purpose: "batch",
+    });
+    expect(blanks.bytes).toBe(150_006);
+  });
+
+  it("counts the requests of an upload however its bytes are split", () => {
+    const text = Buffer.from('{"a":1}\n\n  \r\n{"b":2}\r\n\t{"c":3}\n \n{"d":4}');
+    for (const size of [1, 2, 3, 5, text.length]) {
+      const counter = new RequestLineCounter();
+      for (let at = 0; at < text.length; at += size) counter.push(text.subarray(at, at + size));
+      expect(counter.end(), `pieces of ${size}`).toBe(4);
+    }
+    const blank = new RequestLineCounter();
+    blank.push(Buffer.from("\n \n\r\n"));
+    expect(blank.end()).toBe(0);
   });
 
   it("refuses an upload over the byte limit with a 413 naming it, keeping no chunk of it", async () => {
