@@ -1,4 +1,5 @@
 import { Readable } from "node:stream";
+import { finished } from "node:stream/promises";
 import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from "fastify";
 import type { Kysely } from "kysely";
 import { z } from "zod";
@@ -198,6 +199,41 @@ const idParams = z.object({ file_id: z.string() });
 const FILENAME_MAX = 255;
 const NEWLINE = 0x0a;
 
+/** Space, tab, CR, vertical tab, form feed: what makes a line blank. */
+const isBlankByte = (byte: number) => byte === 0x20 || (byte >= 0x09 && byte <= 0x0d);
+
+/**
+ * Counts an upload's requests as the bytes arrive: the lines with anything
+ * but white space in them. Validation skips blank lines, so the upload's
+ * 50,000 limit must too: a file of 50,000 requests and a blank line at its
+ * end (an editor's, or `"\n".join(...) + "\n\n"`) was refused as 50,001.
+ */
+export class RequestLineCounter {
+  lines = 0;
+  private filled = false;
+
+  push(data: Uint8Array): void {
+    let start = 0;
+    for (;;) {
+      const newline = data.indexOf(NEWLINE, start);
+      const end = newline === -1 ? data.length : newline;
+      // A request line's first byte is "{": the scan ends at once but for blank runs.
+      for (let i = start; !this.filled && i < end; i++) this.filled = !isBlankByte(data[i]!);
+      if (newline === -1) return;
+      if (this.filled) this.lines++;
+      this.filled = false;
+      start = newline + 1;
+    }
+  }
+
+  /** The count once the last byte is in: a last line without a line break counts too. */
+  end(): number {
+    if (this.filled) this.lines++;
+    this.filled = false;
+    return this.lines;
+  }
+}
+
 /**
  * POST /v1/files: the file part is written to the store chunk by chunk as
  * it arrives, its bytes and lines counted on the way; over a limit the
@@ -238,6 +274,22 @@ async function* formRead<T>(source: AsyncIterable<T>): AsyncGenerator<T> {
   }
 }
 
+/**
+ * Reads and drops what is left of a refused upload's body. The form is read
+ * no further than the refusal, so without this the body would stall unread,
+ * and a client that sends its whole body before it reads the answer (the
+ * Python client's httpx) would see the 400 only when the keep-alive timeout
+ * closed the connection, 65 s on, or a reset instead.
+ */
+async function dropRestOfBody(request: FastifyRequest): Promise<void> {
+  const raw = request.raw;
+  if (raw.readableEnded || raw.destroyed) return;
+  raw.unpipe();
+  raw.resume();
+  // A client that hangs up ends the wait too; the upload timeout bounds a slow one.
+  await finished(raw).catch(() => undefined);
+}
+
 async function upload(
   store: StoreHandle,
   now: () => number,
@@ -256,7 +308,7 @@ async function upload(
   let purpose: FilePurpose | undefined;
   const expiresAfter: ExpiresAfterFields = {};
   let writer: FileWriter | undefined;
-  let lines = 0;
+  const counter = new RequestLineCounter();
   let refusal: CodedError | undefined;
   try {
     for await (const part of formRead(request.parts())) {
@@ -286,26 +338,24 @@ async function upload(
       });
       const buffer = new ChunkBuffer(writer);
       let bytes = 0;
-      let last = NEWLINE;
       for await (const data of formRead(part.file as AsyncIterable<Buffer>)) {
         // Once refused, the rest is read and dropped: a client still sending
         // its body would not read an answer sent before the body ends.
         if (refusal) continue;
         bytes += data.length;
-        for (let i = data.indexOf(NEWLINE); i !== -1; i = data.indexOf(NEWLINE, i + 1)) lines++;
-        last = data[data.length - 1] ?? last;
+        counter.push(data);
         if (bytes > limits.bytes) refusal = BatchErrors.fileTooLarge(limits.bytes);
-        else if (purpose === "batch" && lines > limits.batchLines) {
+        else if (purpose === "batch" && counter.lines > limits.batchLines) {
           refusal = BatchErrors.tooManyLines(limits.batchLines);
         } else await buffer.push(data);
       }
-      if (last !== NEWLINE) lines++;
       if (!refusal) await buffer.flush();
     }
     if (refusal) throw refusal;
     if (!writer) throw HttpErrors.invalidRequest("Missing required parameter: 'file'.", "file");
     if (!purpose)
       throw HttpErrors.invalidRequest("Missing required parameter: 'purpose'.", "purpose");
+    const lines = counter.end();
     if (purpose === "batch" && lines > limits.batchLines) {
       throw BatchErrors.tooManyLines(limits.batchLines);
     }
@@ -326,6 +376,7 @@ async function upload(
           "could not delete a refused upload",
         ),
       );
+    await dropRestOfBody(request);
     throw error;
   }
   const row = await findFile(db, owner, writer.id);

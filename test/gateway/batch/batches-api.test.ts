@@ -262,5 +262,27 @@ describe("the Batch API with the openai client", () => {
       })
       .catch((e: unknown) => e);
     expect(bad).toMatchObject({ status: 400, param: "endpoint" });
+    // An absent field is named as missing, as OpenAI and POST /v1/responses name it.
+    const body = {
+      input_file_id: "file-000000000000000000000000",
+      endpoint: "/v1/responses",
+      completion_window: "24h",
+    };
+    for (const field of Object.keys(body)) {
+      const missing = await fetch(`${p.url}/v1/batches`, {
+        method: "POST",
+        headers: { "x-api-key": p.keys.acme.key, "content-type": "application/json" },
+        body: JSON.stringify({ ...body, [field]: undefined }),
+      });
+      expect(missing.status).toBe(400);
+      expect(await missing.json()).toEqual({
+        error: {
+          message: `Missing required parameter: '${field}'.`,
+          type: "invalid_request_error",
+          param: field,
+          code: "invalid_request",
+        },
+      });
+    }
   });
 });

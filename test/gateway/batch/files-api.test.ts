@@ -1,6 +1,8 @@
+import { connect } from "node:net";
 import OpenAI, { toFile } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildGateway } from "../../../gateway/app.js";
+import { RequestLineCounter } from "../../../gateway/batch/files.routes.js";
 import { startPlatform, type Platform } from "../support/platform.js";
 
 /**
@@ -33,6 +35,58 @@ const jsonl = (n: number) =>
       body: { model: "tiny-gpt", input: `hi ${i}` },
     }),
   ).join("\n") + "\n";
+
+/**
+ * An upload sent as the Python client (httpx) sends it: the whole body is
+ * written before the answer is read. Resolves with the status and body, and
+ * the seconds the body took to be taken in.
+ */
+function uploadWholeBodyFirst(
+  url: string,
+  key: string,
+  purpose: string,
+  fileBytes: number,
+): Promise<{ status: number; body: string; bodySentSeconds: number }> {
+  const boundary = "----modelgate-test-boundary";
+  const head = Buffer.from(
+    `--${boundary}\r\ncontent-disposition: form-data; name="purpose"\r\n\r\n${purpose}\r\n` +
+      `--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="in.jsonl"\r\n` +
+      "content-type: application/octet-stream\r\n\r\n",
+  );
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+  const body = Buffer.concat([head, Buffer.alloc(fileBytes, "{}\n"), tail]);
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    let bodySentSeconds = -1;
+    const socket = connect(Number(port), hostname);
+    const chunks: Buffer[] = [];
+    socket.on("error", reject);
+    socket.on("data", (data: Buffer) => {
+      chunks.push(data);
+      const text = Buffer.concat(chunks).toString();
+      const end = text.indexOf("\r\n\r\n");
+      const length = /content-length: (\d+)/i.exec(text)?.[1];
+      if (end === -1 || length === undefined || bodySentSeconds < 0) return;
+      if (Buffer.byteLength(text) < end + 4 + Number(length)) return;
+      socket.destroy();
+      resolve({
+        status: Number(text.slice(9, 12)),
+        body: text.slice(end + 4),
+        bodySentSeconds,
+      });
+    });
+    socket.write(
+      `POST /v1/files HTTP/1.1\r\nhost: ${hostname}:${port}\r\nx-api-key: ${key}\r\n` +
+        `content-type: multipart/form-data; boundary=${boundary}\r\n` +
+        `content-length: ${body.length}\r\n\r\n`,
+    );
+    socket.write(body, () => {
+      bodySentSeconds = (Date.now() - started) / 1000;
+      socket.emit("data", Buffer.alloc(0));
+    });
+  });
+}
 
 describe("the Files API with the openai client", () => {
   it("creates, retrieves, reads, lists and deletes a file", async () => {
@@ -114,6 +168,25 @@ describe("the Files API with the openai client", () => {
       purpose: "batch",
     });
     expect(at.bytes).toBe(150_000);
+    // Blank lines are not requests, as validation skips them: 50,000 requests
+    // with blank lines after them (an editor's last line break) are accepted.
+    const blanks = await client(p.keys.acme.key).files.create({
+      file: await toFile(Buffer.from("{}\n".repeat(50_000) + "\n \r\n\t\n"), "blank.jsonl"),
+      purpose: "batch",
+    });
+    expect(blanks.bytes).toBe(150_006);
+  });
+
+  it("counts the requests of an upload however its bytes are split", () => {
+    const text = Buffer.from('{"a":1}\n\n  \r\n{"b":2}\r\n\t{"c":3}\n \n{"d":4}');
+    for (const size of [1, 2, 3, 5, text.length]) {
+      const counter = new RequestLineCounter();
+      for (let at = 0; at < text.length; at += size) counter.push(text.subarray(at, at + size));
+      expect(counter.end(), `pieces of ${size}`).toBe(4);
+    }
+    const blank = new RequestLineCounter();
+    blank.push(Buffer.from("\n \n\r\n"));
+    expect(blank.end()).toBe(0);
   });
 
   it("refuses an upload over the byte limit with a 413 naming it, keeping no chunk of it", async () => {
@@ -192,6 +265,21 @@ describe("the Files API with the openai client", () => {
       });
     }
   });
+
+  it("reads the rest of an upload refused for its purpose, so a client sending it all first gets the 400", async () => {
+    // The Python client writes its whole body before it reads: the gateway
+    // once stopped reading at the bad purpose, and that client waited for the
+    // 65 s keep-alive timeout to close the connection before it saw the 400.
+    const refused = await uploadWholeBodyFirst(p.url, p.keys.acme.key, "fine-tune", 16 << 20);
+    expect(refused.status).toBe(400);
+    expect(JSON.parse(refused.body)).toMatchObject({
+      error: { param: "purpose", code: "invalid_request" },
+    });
+    expect(refused.bodySentSeconds).toBeLessThan(20);
+    // A good upload sent the same way is answered as before.
+    const ok = await uploadWholeBodyFirst(p.url, p.keys.acme.key, "user_data", 1 << 20);
+    expect(ok.status).toBe(200);
+  }, 90_000);
 
   it("sets expires_at from expires_after, keeps user_data until deleted, and names a bad field", async () => {
     const openai = client(p.keys.acme.key);
