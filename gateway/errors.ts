@@ -94,6 +94,14 @@ export const GatewayErrors = {
     (message: string, _param: string) => message,
     (_message, param) => ({ param }),
   ),
+  /** A query parameter given more than once where one value is read. */
+  repeatedQuery: defineError(
+    "invalid_query",
+    400,
+    "invalid_request_error",
+    (param: string) => `'${param}' is given more than once.`,
+    (param) => ({ param }),
+  ),
   /** A member key asked for what only an admin key may read (another account's usage). */
   adminOnly: defineError(
     "admin_key_required",

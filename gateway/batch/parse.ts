@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import { HttpErrors } from "../../lib/http/http-errors.js";
+import { repeatedQueryParam } from "../../lib/http/repeated-query.js";
 import { GatewayErrors } from "../errors.js";
 
 function valueAt(value: unknown, path: readonly PropertyKey[]): unknown {
@@ -44,6 +45,10 @@ export function parseOr400<T extends z.ZodType>(schema: T, value: unknown): z.ou
  * `invalid_query` naming the parameter, as every other listing answers.
  */
 export function parseQueryOr400<T extends z.ZodType>(schema: T, value: unknown): z.output<T> {
+  const repeated = repeatedQueryParam(value);
+  if (repeated !== null) {
+    throw GatewayErrors.repeatedQuery(repeated);
+  }
   const result = schema.safeParse(value ?? {});
   if (result.success) return result.data;
   const { message, param } = firstProblem(result.error, "query", value ?? {});

@@ -11,6 +11,7 @@ import {
   type StoredInputItem,
 } from "../../api/stored-responses.js";
 import { logFieldsOf } from "../../lib/http/log-fields.js";
+import { repeatedQueryParam } from "../../lib/http/repeated-query.js";
 import { GatewayErrors } from "../errors.js";
 import type { ResponseStore } from "../store/response-store.js";
 import type { StoredResponseRow } from "../store/stored-responses.js";
@@ -39,10 +40,9 @@ function idOf(request: FastifyRequest): string {
 /** The route's query, or the 400 naming its first bad, repeated or unknown parameter. */
 function queryOf<T extends z.ZodType>(schema: T, request: FastifyRequest): z.infer<T> {
   const raw = (request.query ?? {}) as Record<string, unknown>;
-  for (const [name, value] of Object.entries(raw)) {
-    if (Array.isArray(value) && !REPEATABLE_QUERY_PARAMS.has(name)) {
-      throw GatewayErrors.invalidQuery(`'${name}' is given more than once.`, name);
-    }
+  const repeated = repeatedQueryParam(raw, REPEATABLE_QUERY_PARAMS);
+  if (repeated !== null) {
+    throw GatewayErrors.repeatedQuery(repeated);
   }
   const query = schema.safeParse(raw);
   if (query.success) return query.data;

@@ -264,6 +264,17 @@ describe("the Files API with the openai client", () => {
         error: { code: "invalid_query", param: path.includes("order") ? "order" : "limit" },
       });
     }
+    // A parameter given twice is named as given twice, not read as a wrong value.
+    for (const [path, param] of [
+      ["/v1/files?limit=1&limit=2", "limit"],
+      ["/v1/batches?after=a&after=b", "after"],
+    ] as const) {
+      const res = await fetch(`${p.url}${path}`, { headers });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toMatchObject({
+        error: { code: "invalid_query", param, message: `'${param}' is given more than once.` },
+      });
+    }
   });
 
   it("reads the rest of an upload refused for its purpose, so a client sending it all first gets the 400", async () => {
