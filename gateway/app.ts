@@ -2,6 +2,7 @@ import multipart from "@fastify/multipart";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Kysely } from "kysely";
 import { sendError } from "../api/error-envelope.js";
+import { isCodedError } from "../lib/coded-error.js";
 import { HttpErrors } from "../lib/http/http-errors.js";
 import { acceptJsonBodiesOnly } from "../lib/http/json-body.js";
 import "../lib/http/reason-phrases.js";
@@ -142,10 +143,13 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
   acceptJsonBodiesOnly(app);
   app.setErrorHandler((error, request, reply) => {
     // A store call that failed for want of the database is a 503 to retry,
-    // not a 500; the cause stays in the log.
-    const answered = isStoreUnreachable(error)
-      ? Object.assign(GatewayErrors.storeUnavailable(), { cause: error })
-      : error;
+    // not a 500; the cause stays in the log. A coded error already says what
+    // failed: its cause may be a socket error of a runtime (ECONNRESET),
+    // which would otherwise read as the database being down.
+    const answered =
+      !isCodedError(error) && isStoreUnreachable(error)
+        ? Object.assign(GatewayErrors.storeUnavailable(), { cause: error })
+        : error;
     return sendError(
       answered,
       request,

@@ -242,10 +242,11 @@ export async function createGatewayComponents(
     retentionSeconds: config.responseRetentionSeconds,
     now: Date.now,
     // While the database is down the gateway serves without storing, and
-    // tries to open it again in the background.
+    // checks in the background whether it is back (opening it if it never
+    // opened).
     down: () => {
       if (!store.down) return false;
-      store.start();
+      store.recheck();
       return true;
     },
   });

@@ -18,7 +18,7 @@ import { GatewayErrors } from "../errors.js";
 import { billUsage, type MeteringParts } from "../plugins/metering.js";
 import { responseIdOf } from "../plugins/request-id.js";
 import { PAY_USAGE_HEADER } from "../pay/pay-usage.js";
-import type { Upstream } from "../upstream/forward.js";
+import { phrased, type Upstream } from "../upstream/forward.js";
 import { relayOf, relayedHeaders } from "../upstream/relay.js";
 import { routeConfigOf } from "./route-config.js";
 import { storeAnswer, type StoredDeps } from "./stored-responses.handler.js";
@@ -128,7 +128,12 @@ export async function relayStream(
         typeof type !== "string" ||
         !type.startsWith("text/event-stream")
       ) {
-        const body = await buffer(answer.body);
+        // Phrased as the runtime's failure: a bare socket error (ECONNRESET)
+        // would reach the app's error handler, which reads socket codes as
+        // the database being down, and answer 503 store_unavailable.
+        const body = await buffer(answer.body).catch((error: unknown) => {
+          throw phrased(error, model);
+        });
         const relay = relayOf(answer.statusCode, answer.headers, model.id);
         if (relay.kind === "error") throw relay.error;
         // A 200 that is not a stream is a runtime that cannot stream: refuse, never bill blind.

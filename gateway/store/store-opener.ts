@@ -1,9 +1,11 @@
-import type { Kysely } from "kysely";
+import { sql, type Kysely } from "kysely";
 import { errorText } from "../../lib/error-text.js";
 import type { Logger } from "../../lib/logger.js";
 import type { StoreTarget } from "./connect.js";
 import type { Database } from "./database.js";
 import { describeTarget, openStore, type Store } from "./store.js";
+
+const RECHECK_INTERVAL_MS = 1_000;
 
 /**
  * The store as the gateway holds it: opened (connected and migrated) in the
@@ -21,6 +23,8 @@ export class StoreOpener {
   /** Whether an open has settled (succeeded or failed) at least once. */
   private settled = false;
   private readonly logger: Logger;
+  private probing = false;
+  private lastProbe = 0;
 
   constructor(
     readonly target: StoreTarget,
@@ -63,6 +67,31 @@ export class StoreOpener {
       },
     );
     return this.opening;
+  }
+
+  /**
+   * While the store is known to be down, asks the database in the
+   * background, at most once a second, whether it answers again. Only the
+   * ledger's writes and a new open set `reachable`, and after a failed write
+   * the open store is kept, so without this the answer path kept skipping
+   * stored responses after the database was back until the outbox's next
+   * delivery, whose backoff grows to a minute.
+   */
+  recheck(now: number = Date.now()): void {
+    if (!this.down || this.probing || now - this.lastProbe < RECHECK_INTERVAL_MS) return;
+    this.lastProbe = now;
+    this.probing = true;
+    this.store()
+      .then((store) => sql`SELECT 1`.execute(store.db))
+      .then(
+        () => {
+          this.reachable = true;
+        },
+        () => undefined,
+      )
+      .finally(() => {
+        this.probing = false;
+      });
   }
 
   /**

@@ -74,7 +74,7 @@ function isTimeout(error: unknown): boolean {
 }
 
 /** A failure once a runtime may have the request, as the caller sees it. */
-function phrased(error: unknown, model: RoutableModel): unknown {
+export function phrased(error: unknown, model: RoutableModel): unknown {
   if (isTimeout(error)) return GatewayErrors.requestTimeout(Math.round(model.timeoutMs / 1000));
   // Cancelled by the caller (its client went away): nothing to retry or phrase.
   if (isAbort(error)) return error;

@@ -263,6 +263,33 @@ describe("a runtime that dies mid-stream", () => {
   });
 });
 
+describe("a runtime that dies while answering a stream request with an error", () => {
+  it("answers 502 upstream_error, not 503 store_unavailable: the store was never involved", async () => {
+    // The runtime's error status and part of its body, then the connection
+    // drops: a runtime killed while refusing. The socket error's code
+    // (ECONNRESET) once reached the app's error handler bare, which reads
+    // socket codes as the database being unreachable.
+    const runtime = await standInRuntime("refusing-dies", (res) => {
+      res.writeHead(503, { "content-type": "application/json", "content-length": "200" });
+      res.write('{"error":{"mess');
+      setTimeout(() => res.socket?.destroy(), 20);
+    });
+    try {
+      const raw = JSON.stringify({ model: "refusing-dies", input: "Hi", stream: true });
+      const { response, text } = await rawPost("/v1/responses", raw, {
+        "x-api-key": p.keys.acme.key,
+      });
+      expect(response.statusCode).toBe(502);
+      expect(response.headers["content-type"]).toMatch(/^application\/json/);
+      const body = JSON.parse(text) as { error: { code: string; type: string } };
+      expect(body.error.code).toBe("upstream_error");
+      expect(body.error.type).toBe("server_error");
+    } finally {
+      await runtime.close();
+    }
+  });
+});
+
 describe("a runtime whose writes split its frames", () => {
   it("relays every byte as the runtime sent it, a frame or a character cut between writes included", async () => {
     const delta = (n: number, text: string) =>
