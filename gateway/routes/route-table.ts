@@ -138,9 +138,11 @@ export function answerOtherMethods(
     const others = METHODS.filter((method) => !allowed.includes(method));
     if (others.length === 0) continue;
     const allow = allowed.join(", ");
+    // Named as the OpenAPI document names it, not in Fastify's `:param` syntax.
+    const documented = path.replace(/:(\w+)/g, "{$1}");
     const refuse = (request: FastifyRequest, reply: FastifyReply) => {
       reply.header("allow", allow);
-      throw HttpErrors.methodNotAllowed(request.method, path, allowed);
+      throw HttpErrors.methodNotAllowed(request.method, documented, allowed);
     };
     scope.route({
       method: others,

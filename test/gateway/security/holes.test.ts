@@ -294,6 +294,16 @@ describe("methods a path does not serve", () => {
     },
   );
 
+  it("names the path as the document does, {response_id}, not Fastify's :response_id", async () => {
+    const res = await fetch(`${p.url}/v1/responses/resp_x`, {
+      method: "PUT",
+      headers: { "x-api-key": p.keys.acme.key },
+    });
+    expect(res.status).toBe(405);
+    const { error } = (await res.json()) as { error: { message: string } };
+    expect(error.message).toContain("/v1/responses/{response_id} does not serve PUT");
+  });
+
   it("answers a refused request on no route in the error envelope, not as a failed response", async () => {
     const res = await fetch(`${p.url}/nothing-here`, { method: "QUERY" });
     expect(res.status).toBe(400);
