@@ -109,6 +109,6 @@ export const fileUploadFormSchema = z
         "One hour to thirty days. Without these two fields a `batch` file expires after thirty days, any other is kept until deleted",
       ),
   })
-  // Other fields are ignored, a few of them at most (the form's field limit).
+  // Other fields are refused with a 400 naming them (gateway/batch/files.routes.ts).
   .strict()
   .describe("FileUpload");

@@ -290,6 +290,11 @@ async function dropRestOfBody(request: FastifyRequest): Promise<void> {
   await finished(raw).catch(() => undefined);
 }
 
+/** The form's fields besides the file, as `fileUploadFormSchema` lists them. */
+const UPLOAD_FIELDS: ReadonlySet<string> = new Set(
+  Object.keys(fileUploadFormSchema.shape).filter((name) => name !== "file"),
+);
+
 async function upload(
   store: StoreHandle,
   now: () => number,
@@ -313,6 +318,17 @@ async function upload(
   try {
     for await (const part of formRead(request.parts())) {
       if (part.type === "field") {
+        // A field the form does not have is refused, naming it, as the
+        // document's FileUpload (additionalProperties: false) says and as
+        // OpenAI refuses an unrecognized argument. Ignored, it was a 200 for a
+        // request outside the document, and a misspelt expires_after field
+        // left a file kept for thirty days with no word of why.
+        if (!UPLOAD_FIELDS.has(part.fieldname)) {
+          throw HttpErrors.invalidRequest(
+            `Unrecognized field '${part.fieldname}': an upload takes 'file', 'purpose', 'expires_after[anchor]' and 'expires_after[seconds]'.`,
+            part.fieldname,
+          );
+        }
         if (part.fieldname === "expires_after[anchor]") expiresAfter.anchor = String(part.value);
         if (part.fieldname === "expires_after[seconds]") expiresAfter.seconds = String(part.value);
         if (part.fieldname !== "purpose") continue;

@@ -268,6 +268,12 @@ export function storedResponseLinks(paid: boolean): Record<string, LinkSpec> {
       description: "Its input items",
     },
     deleteResponse: { operationId: `deleteResponse${suffix}`, description: "Delete it" },
+    // Without this link a fuzzer's cancel only ever meets a made-up id's 404,
+    // never the 400 `response_not_cancellable` of a real one.
+    cancelResponse: {
+      operationId: `cancelResponse${suffix}`,
+      description: "Cancel it: a 400, as it was answered in the foreground",
+    },
   });
 }
 export const paidStoredResponseRoutes: readonly RouteSpec[] = storedRoutes("/pay", true);

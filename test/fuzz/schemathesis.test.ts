@@ -13,7 +13,8 @@ import { venvProgram } from "../support/python-venv.js";
  * over the gateway's own /openapi.json, against `modelgate dev`: both routes,
  * the payment route with bodies signed as the provider would
  * (modelgate_hooks.py). A bounded run; it must find no 5xx, no answer outside
- * the declared schema, and no schema-valid request refused.
+ * the declared schema, no schema-valid request refused, no request outside
+ * the schema taken, and no request without its credential answered.
  */
 const SCHEMATHESIS = venvProgram("schemathesis", "the fuzz run");
 /** Seconds of fuzzing per route; MODELGATE_FUZZ_SECONDS overrides. */
@@ -21,7 +22,19 @@ const SECONDS = Number(process.env.MODELGATE_FUZZ_SECONDS ?? 45);
 const CHECKS = [
   "not_a_server_error",
   "response_schema_conformance",
+  "status_code_conformance",
+  "content_type_conformance",
+  "response_headers_conformance",
   "positive_data_acceptance",
+  // What outside testers run with every check on: a request outside the
+  // document is refused, a method no path serves is a 405 with Allow.
+  "negative_data_rejection",
+  "unsupported_method",
+  "allow_header_conformance",
+  // A credential removed or made up is a 401. These need the credentials
+  // given as Schemathesis auth (modelgate_hooks.py), not set behind its back.
+  "ignored_auth",
+  "missing_required_header",
   // The stateful phase follows the document's links: a created id must be
   // readable, and gone once deleted.
   "ensure_resource_availability",

@@ -292,6 +292,23 @@ describe("the Files API with the openai client", () => {
     expect(ok.status).toBe(200);
   }, 90_000);
 
+  it("refuses a field the form does not have, naming it, and keeps nothing", async () => {
+    const headers = { "x-api-key": p.keys.acme.key };
+    const before = await client(p.keys.acme.key).files.list();
+    const body = new FormData();
+    body.append("purpose", "batch");
+    // A misspelt expires_after[seconds]: ignored, the file would be kept for thirty days.
+    body.append("expires_after[second]", "3600");
+    body.append("file", new Blob([jsonl(1)]), "in.jsonl");
+    const res = await fetch(`${p.url}/v1/files`, { method: "POST", headers, body });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({
+      error: { type: "invalid_request_error", param: "expires_after[second]" },
+    });
+    const after = await client(p.keys.acme.key).files.list();
+    expect(after.data.map((f) => f.id)).toEqual(before.data.map((f) => f.id));
+  });
+
   it("sets expires_at from expires_after, keeps user_data until deleted, and names a bad field", async () => {
     const openai = client(p.keys.acme.key);
     const hour = await openai.files.create({

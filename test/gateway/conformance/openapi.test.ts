@@ -147,8 +147,13 @@ describe("openapi · the document", () => {
       return (created["200"] as Json).links as Record<string, Json>;
     };
     const expected: Record<string, string[]> = {
-      "/v1/responses": ["getResponse", "listInputItems", "deleteResponse"],
-      "/pay/v1/responses": ["getResponsePaid", "listInputItemsPaid", "deleteResponsePaid"],
+      "/v1/responses": ["getResponse", "listInputItems", "deleteResponse", "cancelResponse"],
+      "/pay/v1/responses": [
+        "getResponsePaid",
+        "listInputItemsPaid",
+        "deleteResponsePaid",
+        "cancelResponsePaid",
+      ],
       "/v1/files": ["retrieveFile", "retrieveFileContent", "deleteFile"],
       "/v1/batches": ["retrieveBatch", "cancelBatch"],
     };

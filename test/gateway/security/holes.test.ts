@@ -1,3 +1,4 @@
+import { request } from "node:http";
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "../../support/cluster.js";
@@ -263,6 +264,44 @@ describe("methods a path does not serve", () => {
     expect(res.status).toBe(405);
     expect(res.headers.get("allow")).toBe("POST");
     expect(await res.json()).toMatchObject({ error: { code: "method_not_allowed" } });
+  });
+
+  // fetch() refuses to send TRACE, so a raw request: fuzzers (Schemathesis's
+  // unsupported_method) send it to every path and expect a 405.
+  it.each(["/v1/responses", "/v1/models", "/v1/files", "/pay/v1/responses"])(
+    "answers TRACE %s with 405 and Allow, not 404: the path exists",
+    async (path) => {
+      const answer = await new Promise<{ status: number; allow: string; body: string }>(
+        (resolve, reject) => {
+          const req = request(`${p.url}${path}`, {
+            method: "TRACE",
+            headers: { "x-api-key": p.keys.acme.key },
+          });
+          req.on("response", (res) => {
+            let body = "";
+            res.on("data", (chunk: Buffer) => (body += chunk.toString()));
+            res.on("end", () =>
+              resolve({ status: res.statusCode!, allow: String(res.headers.allow), body }),
+            );
+          });
+          req.on("error", reject);
+          req.end();
+        },
+      );
+      expect(answer.status).toBe(405);
+      expect(answer.allow).not.toContain("TRACE");
+      expect(JSON.parse(answer.body)).toMatchObject({ error: { code: "method_not_allowed" } });
+    },
+  );
+
+  it("names the path as the document does, {response_id}, not Fastify's :response_id", async () => {
+    const res = await fetch(`${p.url}/v1/responses/resp_x`, {
+      method: "PUT",
+      headers: { "x-api-key": p.keys.acme.key },
+    });
+    expect(res.status).toBe(405);
+    const { error } = (await res.json()) as { error: { message: string } };
+    expect(error.message).toContain("/v1/responses/{response_id} does not serve PUT");
   });
 
   it("answers a refused request on no route in the error envelope, not as a failed response", async () => {
