@@ -206,6 +206,13 @@ export function parseQuery<S extends z.ZodObject>(
   schema: S,
   raw: Record<string, unknown>,
 ): { ok: true; query: z.infer<S> } | { ok: false; problem: QueryProblem } {
+  // A one-value parameter sent twice is named as such, not as "received array".
+  for (const [name, value] of Object.entries(raw)) {
+    const field = schema.shape[name] as z.ZodType | undefined;
+    if (Array.isArray(value) && field && kindOf(field) !== "array") {
+      return { ok: false, problem: { param: name, message: `'${name}' is given more than once.` } };
+    }
+  }
   const parsed = schema.safeParse(typedQuery(raw, schema.shape));
   if (parsed.success) return { ok: true, query: parsed.data };
   const issue = parsed.error.issues[0]!;

@@ -155,6 +155,7 @@ describe.each(engines)("usage endpoints on $name", (engine) => {
       [`start_time=${start}&group_by=user_id`, "group_by"],
       [`start_time=${start}&page=AAAA`, "page"],
       [`start_time=${start}&colour=blue`, "colour"],
+      [`start_time=${start}&limit=5&limit=6`, "limit"],
     ];
     for (const [query, param] of cases) {
       const res = await get("/v1/organization/usage/completions", p.keys.acme.key, query);
@@ -162,6 +163,9 @@ describe.each(engines)("usage endpoints on $name", (engine) => {
       const body = await envelope(res);
       expect(body.error.param, query).toBe(param);
       expect(body.error.code).toBe("invalid_query");
+      if (query.includes("limit=5&limit=6")) {
+        expect(body.error.message).toBe("'limit' is given more than once.");
+      }
     }
     const hourly = await get(
       "/v1/organization/costs",
