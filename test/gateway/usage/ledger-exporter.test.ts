@@ -59,13 +59,15 @@ interface Replica {
 async function replica(
   target: { url: string } | { dataDir: string },
   sink: CountingSink,
+  /** The lock session's application_name, by which a test ends that replica's session alone. */
+  name = "replica",
 ): Promise<Replica> {
   const store = await openStore(target);
   const sent: string[] = [];
   const leadership: boolean[] = [];
   const exporter = new LedgerExporter({
     db: () => Promise.resolve(store.db),
-    ...("url" in target ? { lockUrl: target.url } : {}),
+    ...("url" in target ? { lockUrl: withApplicationName(target.url, name) } : {}),
     send: createHttpSinkSender<WireLedgerRecord>({ url: sink.url }),
     isRetryable: isRetryableSinkError,
     logger: logs().logger,
@@ -82,6 +84,12 @@ async function replica(
     await store.close();
   });
   return { exporter, store, sent, leadership };
+}
+
+function withApplicationName(url: string, name: string): string {
+  const named = new URL(url);
+  named.searchParams.set("application_name", name);
+  return named.toString();
 }
 
 /** Writes entries from `writers` connections at once, in batches of 1 to 7: commits interleave. */
@@ -102,8 +110,8 @@ describe("ledger exporter on postgres: two replicas, one real sink", () => {
     const target = { url: await (await postgres.server()).createDatabase() };
     const sink = await startCountingSink();
     onCleanup(() => sink.close());
-    const a = await replica(target, sink);
-    const b = await replica(target, sink);
+    const a = await replica(target, sink, "replica-a");
+    const b = await replica(target, sink, "replica-b");
     const writers = await Promise.all([1, 2, 3].map(() => openStore(target)));
     onCleanup(() => Promise.all(writers.map((w) => w.close())));
 
@@ -135,11 +143,14 @@ describe("ledger exporter on postgres: two replicas, one real sink", () => {
     // The holder's session dies (as when its pod is killed): the server
     // releases the lock and the other replica exports what follows. A stays
     // alive here and may win the lock back before B's next try (a loaded
-    // machine decides that race), so its session is ended again until B holds it.
+    // machine decides that race), so its session is ended again until B holds
+    // it. Only A's: B may have just taken the lock while A's flag still says
+    // it leads, and ending whoever holds it would end B's.
     const endHolderSession = () =>
       sql`
-        SELECT pg_terminate_backend(pid) FROM pg_locks
-        WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()
+        SELECT pg_terminate_backend(l.pid) FROM pg_locks l
+        JOIN pg_stat_activity a ON a.pid = l.pid
+        WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = 'replica-a'
       `.execute(writers[0]!.db);
     await endHolderSession();
     await until("b to lead", async () => {
