@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { paramMessages } from "./param-messages.js";
 
 /**
  * The usage and cost endpoints (`GET /v1/organization/usage/completions`,
@@ -210,7 +211,7 @@ export function parseQuery<S extends z.ZodObject>(
   for (const [name, value] of Object.entries(raw)) {
     const field = schema.shape[name] as z.ZodType | undefined;
     if (Array.isArray(value) && field && kindOf(field) !== "array") {
-      return { ok: false, problem: { param: name, message: `'${name}' is given more than once.` } };
+      return { ok: false, problem: { param: name, message: paramMessages.repeated(name) } };
     }
   }
   const parsed = schema.safeParse(typedQuery(raw, schema.shape));

@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { paramMessages } from "./param-messages.js";
 import { requestSchemaFor, type ModelTask, type ResponsesRequest } from "./responses-request.js";
 
 /**
@@ -58,7 +59,7 @@ function describe(found: z.core.$ZodIssue, body: object): FieldProblem {
   const missing =
     issue.code === "invalid_type" || (issue.code === "invalid_union" && issue.path.length > 0);
   if (missing && valueAt(body, path) === undefined) {
-    return { param, message: `Missing required parameter: '${param}'.` };
+    return { param, message: paramMessages.missing(param) };
   }
   if (param === "") return { param: null, message: issue.message };
   return { param, message: `Invalid '${param}': ${issue.message}` };

@@ -1,3 +1,4 @@
+import { paramMessages } from "../api/param-messages.js";
 import { defineError } from "../lib/coded-error.js";
 
 /**
@@ -99,7 +100,7 @@ export const GatewayErrors = {
     "invalid_query",
     400,
     "invalid_request_error",
-    (param: string) => `'${param}' is given more than once.`,
+    (param: string) => paramMessages.repeated(param),
     (param) => ({ param }),
   ),
   /** A member key asked for what only an admin key may read (another account's usage). */

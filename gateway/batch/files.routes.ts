@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from "fastify";
 import type { Kysely } from "kysely";
 import { z } from "zod";
 import { errorEnvelopeSchema } from "../../api/error-envelope.js";
+import { paramMessages } from "../../api/param-messages.js";
 import {
   fileDeletedSchema,
   fileIdSchema,
@@ -368,9 +369,8 @@ async function upload(
       if (!refusal) await buffer.flush();
     }
     if (refusal) throw refusal;
-    if (!writer) throw HttpErrors.invalidRequest("Missing required parameter: 'file'.", "file");
-    if (!purpose)
-      throw HttpErrors.invalidRequest("Missing required parameter: 'purpose'.", "purpose");
+    if (!writer) throw HttpErrors.invalidRequest(paramMessages.missing("file"), "file");
+    if (!purpose) throw HttpErrors.invalidRequest(paramMessages.missing("purpose"), "purpose");
     const lines = counter.end();
     if (purpose === "batch" && lines > limits.batchLines) {
       throw BatchErrors.tooManyLines(limits.batchLines);

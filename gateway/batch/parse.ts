@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { paramMessages } from "../../api/param-messages.js";
 import { HttpErrors } from "../../lib/http/http-errors.js";
 import { repeatedQueryParam } from "../../lib/http/repeated-query.js";
 import { GatewayErrors } from "../errors.js";
@@ -24,7 +25,7 @@ function firstProblem(
   // An absent field is missing, as OpenAI and the Responses route say, not
   // "Invalid input: expected ..." as if a wrong value had been sent.
   if (!unknownKey && param !== null && valueAt(value, issue.path) === undefined) {
-    return { message: `Missing required parameter: '${param}'.`, param };
+    return { message: paramMessages.missing(param), param };
   }
   const message = unknownKey
     ? `Unknown parameter: '${unknownKey}'.`
