@@ -290,6 +290,7 @@ export async function createGatewayComponents(
       leaseMs: config.batchLeaseSeconds * 1000,
       pollMs: config.batchPollMs,
       pacedSpacingMs: config.batchPacedSpacingMs,
+      bodyLimitBytes: config.bodyLimitBytes,
     });
     worker.start();
     // Before the upstream closes: the worker hands its leases back first.

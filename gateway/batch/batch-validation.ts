@@ -10,8 +10,9 @@ import { fileLines } from "./file-store.js";
 /**
  * Validation of a batch input file, line by line, before anything runs:
  * each line must be a request the synchronous route would accept (the same
- * RequestBodySchema, on the API-key route), to the batch's endpoint, with a
- * custom_id of its own, without `stream` and without `previous_response_id`
+ * RequestBodySchema, on the API-key route, and no larger than its body
+ * limit), to the batch's endpoint, with a custom_id of its own, without
+ * `stream` and without `previous_response_id`
  * (a line is answered on its own, from no stored conversation: its earlier
  * turns go in `input` as messages). A pure decision per line; a
  * custom_id used twice is found by the store (see `validateLines`), so
@@ -26,6 +27,8 @@ export class BatchLineValidator {
   constructor(
     registry: ModelRegistry,
     private readonly endpoint: string,
+    /** The synchronous route's body limit: a line's body over it would be a 413 there. */
+    private readonly bodyLimitBytes: number,
   ) {
     this.schema = new RequestBodySchema(registry, "api-key");
   }
@@ -79,7 +82,16 @@ export class BatchLineValidator {
     }
     // A line's answer is kept in the output file, never as a stored
     // response, so the response it echoes says `store: false`.
-    return { ok: true, customId: custom_id, body: JSON.stringify({ ...body, store: false }) };
+    const sent = JSON.stringify({ ...body, store: false });
+    const bytes = Buffer.byteLength(sent);
+    if (bytes > this.bodyLimitBytes) {
+      return fail(
+        "request_too_large",
+        `Line ${line}: the request body is ${bytes} bytes, over the limit of ${this.bodyLimitBytes} bytes.`,
+        "body",
+      );
+    }
+    return { ok: true, customId: custom_id, body: sent };
   }
 }
 
@@ -92,7 +104,10 @@ export function duplicateCustomId(line: number, customId: string): BatchError {
   };
 }
 
-/** Errors listed in a failed batch's `errors.data`, at most. */
+/**
+ * Line errors listed in a failed batch's `errors.data`, at most; past them
+ * one more entry (`too_many_errors`) says how many were left out.
+ */
 export const MAX_LISTED_ERRORS = 1000;
 /** Lines written to the store per statement. */
 const INSERT_ROWS = 500;
@@ -120,6 +135,7 @@ export async function validateLines(
   trx: Kysely<Database>,
   batch: Selectable<BatchesTable>,
   registry: ModelRegistry,
+  bodyLimitBytes: number,
 ): Promise<Validation> {
   const result: Validation = { total: 0, errorCount: 0, errors: [] };
   const addError = (error: BatchError) => {
@@ -141,7 +157,7 @@ export async function validateLines(
     });
     return result;
   }
-  const validator = new BatchLineValidator(registry, batch.endpoint);
+  const validator = new BatchLineValidator(registry, batch.endpoint, bodyLimitBytes);
   let rows: Array<{ line_no: number; custom_id: string; body: string }> = [];
   const insert = async (chunk: typeof rows) => {
     const written = await trx
@@ -216,5 +232,15 @@ export async function validateLines(
   }
   // A duplicate is found when its rows are written, a little after the lines around it.
   result.errors.sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
+  const unlisted = result.errorCount - result.errors.length;
+  if (unlisted > 0) {
+    // Without it a caller cannot tell a list of 1,000 from a list cut at 1,000.
+    result.errors.push({
+      code: "too_many_errors",
+      message: `${unlisted} more ${unlisted === 1 ? "line has" : "lines have"} problems; only the first ${MAX_LISTED_ERRORS} are listed.`,
+      param: null,
+      line: null,
+    });
+  }
   return result;
 }

@@ -67,6 +67,8 @@ export interface BatchWorkerOptions {
   pacedSpacingMs?: number | undefined;
   /** Lines leased at once. */
   linesPerLease?: number;
+  /** The synchronous route's body limit, which every line's body must keep to. */
+  bodyLimitBytes: number;
   now?: () => number;
   /** Distinguishes this worker's leases (default: random). */
   workerId?: string;
@@ -207,7 +209,12 @@ export class BatchWorker {
         .skipLocked()
         .executeTakeFirst();
       if (!batch) return null;
-      const { total, errorCount, errors } = await validateLines(trx, batch, this.options.registry);
+      const { total, errorCount, errors } = await validateLines(
+        trx,
+        batch,
+        this.options.registry,
+        this.options.bodyLimitBytes,
+      );
       const at = new Date(this.now());
       if (errorCount > 0) {
         await trx.deleteFrom("batch_lines").where("batch_id", "=", batch.id).execute();

@@ -47,6 +47,7 @@ describe.each(engines)("batch leases on $name", (engine) => {
         pollMs: 50,
         now: () => clock,
         workerId: id,
+        bodyLimitBytes: 1024 * 1024,
       });
     const a = worker("worker-a");
     const b = worker("worker-b");

@@ -54,6 +54,7 @@ describe.each(engines)("batch line statistics on $name", (engine) => {
       concurrency: 4,
       leaseMs: 10_000,
       pollMs: 50,
+      bodyLimitBytes: 1024 * 1024,
     });
     expect(await worker.validateNext(db)).toBe(true);
     const status = await db

@@ -32,7 +32,7 @@ describe.each(engines)("batch validation on $name", (engine) => {
     const batch = await storedBatch(store.db, owner, lines);
     const result = await store.db
       .transaction()
-      .execute((trx) => validateLines(trx, batch, registry));
+      .execute((trx) => validateLines(trx, batch, registry, 1024 * 1024));
     expect(result.total).toBe(1300);
     expect(result.errorCount).toBe(4);
     expect(result.errors.map((e) => [e.line, e.code, e.param])).toEqual([
@@ -44,5 +44,53 @@ describe.each(engines)("batch validation on $name", (engine) => {
     expect(result.errors[1]!.message).toBe(
       "Line 1100: the custom_id 'r0' is used by an earlier line.",
     );
+  });
+});
+
+describe.each(engines)("batch validation limits on $name", (engine) => {
+  it("refuses a line whose body the synchronous route would refuse as too large, and only that line", async () => {
+    const store = await openStore(await engine.newTarget());
+    onCleanup(() => store.close());
+    const limit = 4096;
+    const sized = (id: string, bytes: number): InputLine => {
+      const body = { model: "tiny", input: "", store: false };
+      const overhead = Buffer.byteLength(JSON.stringify(body));
+      return { ...line(id), body: { model: "tiny", input: "x".repeat(bytes - overhead) } };
+    };
+    const batch = await storedBatch(store.db, owner, [
+      sized("at-limit", limit),
+      sized("over", limit + 1),
+      line("small"),
+    ]);
+    const result = await store.db
+      .transaction()
+      .execute((trx) => validateLines(trx, batch, registry, limit));
+    expect(result.errors).toEqual([
+      {
+        code: "request_too_large",
+        message: `Line 2: the request body is ${limit + 1} bytes, over the limit of ${limit} bytes.`,
+        param: "body",
+        line: 2,
+      },
+    ]);
+  });
+
+  it("lists the first 1,000 line errors and says how many more were left out", async () => {
+    const store = await openStore(await engine.newTarget());
+    onCleanup(() => store.close());
+    const lines = Array.from({ length: 1003 }, () => "{not json");
+    const batch = await storedBatch(store.db, owner, lines);
+    const result = await store.db
+      .transaction()
+      .execute((trx) => validateLines(trx, batch, registry, 1024 * 1024));
+    expect(result.errorCount).toBe(1003);
+    expect(result.errors).toHaveLength(1001);
+    expect(result.errors[999]!.line).toBe(1000);
+    expect(result.errors[1000]).toEqual({
+      code: "too_many_errors",
+      message: "3 more lines have problems; only the first 1000 are listed.",
+      param: null,
+      line: null,
+    });
   });
 });
