@@ -62,6 +62,20 @@ export const DEFAULT_THROUGHPUT: ThroughputOptions = {
   prefillChunkTokens: PREFILL_CHUNK_TOKENS,
 };
 
+/** What a caller of `generate` sees as the request runs (the stream route). */
+export interface GenerationWatch {
+  /**
+   * The model has taken the request, before its prompt runs: nothing refuses
+   * it with a status after this (a failure now is the generation's own).
+   */
+  onStart?: (() => void) | undefined;
+  /**
+   * Each output token as it is sampled, end-of-sequence excluded. Runs
+   * inside the decode loop: quick, and never throws.
+   */
+  onToken?: ((id: number) => void) | undefined;
+}
+
 export type ServiceResult =
   | { task: "text-generation"; outcome: GenerationOutcome }
   | { task: "zero-shot-classification"; scores: LabelScores; inputTokens: number }
@@ -155,7 +169,7 @@ export class ModelService {
     if (lane.task === "text-generation") {
       return {
         task: "text-generation",
-        outcome: await this.generate(request, signal, undefined, priority),
+        outcome: await this.generate(request, signal, {}, priority),
       };
     }
     if (lane.task === "entity-extraction") {
@@ -181,22 +195,23 @@ export class ModelService {
   }
 
   /**
-   * Text generation through the queue and the continuous batch; `onToken`
-   * sees each output token as it is sampled (streaming). A token-limit
-   * refusal (420) or a full queue rejects before any token.
+   * Text generation through the queue and the continuous batch, watched as
+   * it goes (streaming). A token-limit refusal (420) or a full queue rejects
+   * before `watch.onStart`.
    */
   async generate(
     request: ResponsesRequest,
     signal?: AbortSignal,
-    onToken?: (id: number) => void,
+    watch: GenerationWatch = {},
     priority: Priority = "interactive",
   ): Promise<GenerationOutcome> {
     const lane = this.lane;
     if (lane.task !== "text-generation") throw new Error(`a ${lane.task} model does not generate`);
     const { generator } = lane;
     const prepared = generator.prepare(request);
-    const job = generator.job(prepared, this.random, onToken);
-    const outcome = generator.outcome(prepared, await lane.admission.submit(job, signal, priority));
+    const job = generator.job(prepared, this.random, watch.onToken);
+    const generated = await lane.admission.submit(job, signal, priority, watch.onStart);
+    const outcome = generator.outcome(prepared, generated);
     this.metrics.timeToFirstToken.observe(outcome.firstTokenMs / 1000);
     if (outcome.cachedTokens > 0) {
       this.metrics.prefixCacheHits.inc();

@@ -73,6 +73,7 @@ export interface Admitted<J, R> extends Queued<J> {
 interface Waiting<J, R> {
   job: J;
   signal: AbortSignal | undefined;
+  onAdmitted: (() => void) | undefined;
   arrivedAt: number;
   resolve: (result: R) => void;
   reject: (error: unknown) => void;
@@ -147,7 +148,18 @@ export class AdmissionQueue<J, R> {
     this.wake = wake;
   }
 
-  submit(job: J, signal?: AbortSignal, priority: Priority = "interactive"): Promise<R> {
+  /**
+   * `onAdmitted` is called when the executor takes the request, before it
+   * runs: from then on nothing here answers it (overload, closing, a caller
+   * gone while waiting), only its executor. It runs inside the executor's
+   * turn, so it must be quick and must not throw.
+   */
+  submit(
+    job: J,
+    signal?: AbortSignal,
+    priority: Priority = "interactive",
+    onAdmitted?: () => void,
+  ): Promise<R> {
     if (this.closed) return Promise.reject(RuntimeErrors.notReady());
     if (signal?.aborted) return Promise.reject(abortReason(signal));
     const lane = priority === "batch" ? this.batchWaiting : this.waiting;
@@ -159,6 +171,7 @@ export class AdmissionQueue<J, R> {
       const entry: Waiting<J, R> = {
         job,
         signal,
+        onAdmitted,
         arrivedAt: this.now(),
         resolve,
         reject,
@@ -211,6 +224,7 @@ export class AdmissionQueue<J, R> {
         (now - entry.arrivedAt) / 1000,
         isInteractive ? "interactive" : "batch",
       );
+      entry.onAdmitted?.();
       return this.admit(entry, isInteractive);
     };
     const admitted = [...interactive.map(admit(true)), ...batch.map(admit(false))];

@@ -129,10 +129,17 @@ export async function streamResponse(
   const cancel = new AbortController();
   streams.add(responseId, cancel);
   try {
-    const outcome = await service.generate(body, AbortSignal.any([signal, cancel.signal]), (id) => {
-      const opening = open();
-      const piece = text.push(id);
-      write(piece ? [...opening, events.delta(piece)] : opening);
+    const outcome = await service.generate(body, AbortSignal.any([signal, cancel.signal]), {
+      // Opened once the model takes the request, while its prompt runs: a
+      // refusal before that (420, a full queue) is still an ordinary status,
+      // and a reader (the gateway) sets up its side of the stream during the
+      // prefill, not after the first token has come.
+      onStart: () => write(open()),
+      onToken: (id) => {
+        const opening = open();
+        const piece = text.push(id);
+        write(piece ? [...opening, events.delta(piece)] : opening);
+      },
     });
     const opening = open();
     const rest = text.finish(outcome.text);

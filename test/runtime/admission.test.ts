@@ -117,6 +117,37 @@ describe("the decode scheduler, fed by the admission queue (tiny-gpt)", () => {
     expect(queue.inFlight).toBe(0);
   });
 
+  it("tells a request it is taken before its prompt reaches the model, and never one refused or gone while it waited", async () => {
+    const recorder = recordingSession(generator);
+    const queue = new AdmissionQueue<DecodeJob, Generated>({ maxQueue: 2 });
+    new DecodeScheduler(queue, recorder.session, generator.io, {
+      maxBatch: 1,
+      eosIds: generator.eosIds,
+    });
+    const told: string[] = [];
+    const tell = (name: string) => () =>
+      told.push(`${name} taken after ${recorder.prefills.length} prefills`);
+    const jobs = {
+      first: job("The first request runs at once", 6),
+      gone: job("This caller hangs up while it waits", 6),
+      second: job("The second request waits its turn", 6),
+      refused: job("No room for this one", 6),
+    };
+    const controller = new AbortController();
+    const first = queue.submit(jobs.first, undefined, "interactive", tell("first"));
+    const gone = queue.submit(jobs.gone, controller.signal, "interactive", tell("gone"));
+    const second = queue.submit(jobs.second, undefined, "interactive", tell("second"));
+    const refused = await queue
+      .submit(jobs.refused, undefined, "interactive", tell("refused"))
+      .catch((error: unknown) => error);
+    expect(codeOf(refused)).toBe("rate_limit_exceeded");
+    controller.abort(new Error("client closed the connection"));
+    await expect(gone).rejects.toSatisfy((e) => codeOf(e) === "client_closed_request");
+    await Promise.all([first, second]);
+    expect(told).toEqual(["first taken after 0 prefills", "second taken after 1 prefills"]);
+    expect(recorder.prefills).toEqual([jobs.first.promptIds, jobs.second.promptIds]);
+  });
+
   it("a sequence whose caller goes away mid-decode stops at its next token; the batch decodes on unchanged", async () => {
     const recorder = recordingSession(generator);
     const queue = new AdmissionQueue<DecodeJob, Generated>({ maxQueue: 4 });
