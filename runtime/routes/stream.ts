@@ -17,11 +17,14 @@ import { adoptResponseId } from "./response-id.js";
  * `stream: true` on the runtime: the Responses API's events over
  * text/event-stream, written as the continuous batch samples each token.
  *
- * Nothing is sent until the first token (or the end, for an empty answer):
- * a refusal that comes before it (420, a full queue, a caller gone while
- * waiting) is an ordinary status and envelope. After it, a failure is a
- * `response.failed` event. The usage is in the terminal event's response:
- * the gateway meters from it, since headers leave before it is known.
+ * Nothing is sent until the model takes the request from its queue; then
+ * the head and the opening events leave, before the prompt's prefill, so a
+ * reader (the gateway) sets up its side of the stream while the first token
+ * is computed. A refusal before that (420, a full queue, a caller gone while
+ * waiting) is an ordinary status and envelope; after it, a failure (the
+ * prefill's included) is a `response.failed` event. The usage is in the
+ * terminal event's response: the gateway meters from it, since headers leave
+ * before it is known.
  *
  * The gateway cannot hang up to stop a stream whose client left, because
  * then it would never read the usage of the tokens made so far. It asks
