@@ -197,6 +197,19 @@ const commonShape = {
     .optional(),
   parallel_tool_calls: defaultIfNull(z.boolean(), true),
   previous_response_id: z.string().nullable().optional(),
+  // The OpenAI API's Conversations objects are not served here, so no id can
+  // name one; a loose object would drop it and answer without the turns the
+  // caller meant, a wrong answer with no word of why.
+  conversation: z
+    .null({
+      error:
+        "conversation objects are not served here; continue a conversation with `previous_response_id`",
+    })
+    .optional()
+    .meta({
+      description:
+        "Not served here: only absent or null. A conversation continues with `previous_response_id`",
+    }),
   store: defaultIfNull(z.boolean(), true),
   temperature: z.number().min(0).max(2).nullable().optional(),
   top_p: z.number().gt(0).max(1).nullable().optional(),

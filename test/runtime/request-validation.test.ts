@@ -41,6 +41,13 @@ describe("ResponsesRequest validation (spec 2.1)", () => {
     [{ ...base, store: "yes" }, "store", /Invalid 'store'/],
     [{ ...base, parallel_tool_calls: 1 }, "parallel_tool_calls", /Invalid/],
     [{ ...base, previous_response_id: 5 }, "previous_response_id", /Invalid/],
+    // No Conversations objects here: an id would be dropped, the turns it meant unseen.
+    [
+      { ...base, conversation: "conv_1" },
+      "conversation",
+      /continue a conversation with `previous_response_id`/,
+    ],
+    [{ ...base, conversation: { id: "conv_1" } }, "conversation", /not served here/],
     [{ ...base, categories: "a,b" }, "categories", /Invalid 'categories'/],
     [{ ...base, multilingual: "no" }, "multilingual", /Invalid 'multilingual'/],
     [
@@ -55,6 +62,10 @@ describe("ResponsesRequest validation (spec 2.1)", () => {
     const problem = problemOf(body);
     expect(problem.param).toBe(param);
     expect(problem.message).toMatch(message);
+  });
+
+  it("takes a null conversation as not given", () => {
+    expect(validateRequest({ ...base, conversation: null }).ok).toBe(true);
   });
 
   it("takes 16 metadata pairs and refuses a 17th", () => {

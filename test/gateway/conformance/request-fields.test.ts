@@ -150,6 +150,7 @@ describe("2.1 · ResponsesRequest fields rejected with the field named", () => {
     ["max_output_tokens a string", { max_output_tokens: "3" }, "max_output_tokens"],
     ["parallel_tool_calls not a boolean", { parallel_tool_calls: "yes" }, "parallel_tool_calls"],
     ["previous_response_id not a string", { previous_response_id: 5 }, "previous_response_id"],
+    ["conversation (no Conversations objects here)", { conversation: "conv_1" }, "conversation"],
     ["store not a boolean", { store: "no" }, "store"],
     ["temperature not a number", { temperature: "hot" }, "temperature"],
     ["top_p not a number", { top_p: "high" }, "top_p"],
