@@ -73,6 +73,17 @@ describe("the decode scheduler, fed by the admission queue (tiny-gpt)", () => {
   });
   afterAll(async () => model?.session.release());
 
+  /** The real decode scheduler on a recorded session, fed by a queue of `maxQueue`. */
+  const scheduled = (maxQueue: number, maxBatch: number) => {
+    const recorder = recordingSession(generator);
+    const queue = new AdmissionQueue<DecodeJob, Generated>({ maxQueue });
+    new DecodeScheduler(queue, recorder.session, generator.io, {
+      maxBatch,
+      eosIds: generator.eosIds,
+    });
+    return { recorder, queue };
+  };
+
   const job = (input: string, maxNewTokens: number): DecodeJob => {
     const prepared = generator.prepare(
       request("tiny-gpt", { input, max_output_tokens: maxNewTokens }),
@@ -81,12 +92,7 @@ describe("the decode scheduler, fed by the admission queue (tiny-gpt)", () => {
   };
 
   it("a request aborted while it waits never reaches the model and frees its place; the rest keep their order and their single-sequence result", async () => {
-    const recorder = recordingSession(generator);
-    const queue = new AdmissionQueue<DecodeJob, Generated>({ maxQueue: 2 });
-    new DecodeScheduler(queue, recorder.session, generator.io, {
-      maxBatch: 1,
-      eosIds: generator.eosIds,
-    });
+    const { recorder, queue } = scheduled(2, 1);
     const jobs = {
       first: job("The first request runs at once", 12),
       gone: job("This caller hangs up while it waits", 12),
@@ -118,12 +124,7 @@ describe("the decode scheduler, fed by the admission queue (tiny-gpt)", () => {
   });
 
   it("tells a request it is taken before its prompt reaches the model, and never one refused or gone while it waited", async () => {
-    const recorder = recordingSession(generator);
-    const queue = new AdmissionQueue<DecodeJob, Generated>({ maxQueue: 2 });
-    new DecodeScheduler(queue, recorder.session, generator.io, {
-      maxBatch: 1,
-      eosIds: generator.eosIds,
-    });
+    const { recorder, queue } = scheduled(2, 1);
     const told: string[] = [];
     const tell = (name: string) => () =>
       told.push(`${name} taken after ${recorder.prefills.length} prefills`);
@@ -149,12 +150,7 @@ describe("the decode scheduler, fed by the admission queue (tiny-gpt)", () => {
   });
 
   it("a sequence whose caller goes away mid-decode stops at its next token; the batch decodes on unchanged", async () => {
-    const recorder = recordingSession(generator);
-    const queue = new AdmissionQueue<DecodeJob, Generated>({ maxQueue: 4 });
-    new DecodeScheduler(queue, recorder.session, generator.io, {
-      maxBatch: 4,
-      eosIds: generator.eosIds,
-    });
+    const { recorder, queue } = scheduled(4, 4);
     const leaving = job("A long story about ships, harbours and the open sea at night", 60);
     const staying = job("Tell me about the weather", 30);
     const leavingAlone = await generator.decode(leaving);
