@@ -6,6 +6,7 @@ import type {
   preValidationAsyncHookHandler,
 } from "fastify";
 import { logFieldsOf } from "../../lib/http/log-fields.js";
+import { mostTokens, type BillableBody } from "../metering/most-tokens.js";
 import type { GatewayMetrics } from "../metrics.js";
 import { PayErrors, signatureError } from "../pay/pay-errors.js";
 import type { AllowanceRequest, AllowanceResult } from "../pay/provider-client.js";
@@ -55,28 +56,6 @@ function loggable(value: string | string[] | undefined): string | null {
 
 function hashOf(value: string): string {
   return createHash("sha256").update(value).digest("hex").slice(0, 16);
-}
-
-/**
- * The most tokens, input and output together, a request can be billed: what
- * the allowance check asks the provider for and a token bucket reserves.
- * Text generation: the model's limit, which its input and output share (the
- * runtime gives the output only the room the input leaves), so no
- * `max_output_tokens`, however large, asks for more than the model can
- * produce. Another task: the limit bounds the input, plus the output asked
- * for.
- */
-export function mostTokens(
-  input: string,
-  instructions: string | undefined,
-  maxOutput: number | null | undefined,
-  model: Pick<RoutableModel, "maxTokens" | "task"> | null | undefined,
-): number {
-  const maxTokens = model?.maxTokens;
-  if (maxTokens !== undefined && model?.task === "text-generation") return maxTokens;
-  if (maxTokens !== undefined) return maxTokens + (maxOutput ?? 0);
-  // No limit known: one token per UTF-8 byte bounds any BPE or WordPiece tokenizer.
-  return Buffer.byteLength(input) + Buffer.byteLength(instructions ?? "") + (maxOutput ?? 4096);
 }
 
 /**
@@ -167,22 +146,19 @@ export function checkAllowance(parts: PaymentGateParts): preHandlerAsyncHookHand
     const caller = request.caller;
     const model = request.model;
     if (caller?.kind !== "pay" || !model) return;
-    const body = request.body as {
-      input: string;
-      instructions?: string;
-      max_output_tokens?: number | null;
-    };
     const allowance = await parts.checkAllowance({
       ...paidRequestOf(request, caller, model),
-      maxTokens: mostTokens(body.input, body.instructions, body.max_output_tokens, model),
+      maxTokens: mostTokens(request.body as BillableBody, model),
     });
     if (allowance.kind === "denied") throw PayErrors.paymentRequired(allowance);
     if (allowance.kind === "unavailable") {
       parts.metrics.allowanceFailOpen.inc({ reason: allowance.reason });
-      request.log.warn(
-        { ...logFieldsOf(request), reason: allowance.reason },
-        "payment provider unavailable: allowance check failed open",
-      );
+      const fields = { ...logFieldsOf(request), reason: allowance.reason };
+      const message = "payment provider unavailable: allowance check failed open";
+      // Our credential refused is ours to fix, not the provider's to recover
+      // from: an error, for an alert (docs/payment-provider.md).
+      if (allowance.reason === "credential_rejected") request.log.error(fields, message);
+      else request.log.warn(fields, message);
     }
   };
 }

@@ -13,7 +13,7 @@ import type { BucketState, BucketTake, LimitDecision, Limiter } from "../rate-li
 import { setRateLimitHeaders, type LimitUnit } from "../rate-limit/rate-limit-headers.js";
 import type { ApiKeyCaller } from "../routes/caller.js";
 import { routeConfigOf } from "../routes/route-config.js";
-import { mostTokens } from "./payment-gate.js";
+import { mostTokens, type BillableBody } from "../metering/most-tokens.js";
 
 /**
  * Rate limits per caller, in requests and (when configured) tokens a
@@ -70,12 +70,7 @@ function tokensPerMinuteOf(own: RateLimits | undefined, defaults: RateLimits): n
 
 /** The most tokens the admitted request can use. */
 function mostTokensOf(request: FastifyRequest): number {
-  const body = request.body as {
-    input: string;
-    instructions?: string;
-    max_output_tokens?: number | null;
-  };
-  return mostTokens(body.input, body.instructions, body.max_output_tokens, request.model);
+  return mostTokens(request.body as BillableBody, request.model);
 }
 
 /**

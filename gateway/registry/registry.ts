@@ -15,6 +15,8 @@ export interface RoutableModel {
   routes: ReadonlySet<RouteName>;
   timeoutMs: number;
   maxTokens: number | undefined;
+  /** A zero-shot classifier's own hypothesis template (`spec.runtime`), when it sets one. */
+  hypothesisTemplate?: string | undefined;
   serviceSlug: string;
   /** The model's prices (`spec.pricing`): what the ledger records each request cost. */
   prices: ModelPrices;
@@ -51,6 +53,7 @@ export function routableModel(object: InferenceModel, endpoints: readonly string
     routes: new Set(object.spec.routes),
     timeoutMs: object.spec.timeoutSeconds * 1000,
     maxTokens: object.spec.maxTokens,
+    hypothesisTemplate: object.spec.runtime?.hypothesisTemplate,
     serviceSlug: object.spec.pricing?.serviceSlug ?? id,
     prices: pricesOf(object),
     endpoints,

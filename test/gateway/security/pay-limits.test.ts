@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parsePayUsage } from "../../../gateway/pay/pay-usage.js";
 import { eventually } from "../../support/cluster.js";
 import { SECRETS, startPlatform, type Platform } from "../support/platform.js";
 
@@ -135,5 +136,24 @@ describe("the allowance asked of the provider", () => {
     const { id } = (await answer.json()) as { id: string };
     // Input and output share tiny-gpt's 256 tokens: the worst case is 256, not 256 + 2^31.
     expect(p.provider.ledger.checks.find((c) => c.responseId === id)?.maxTokens).toBe(256);
+  });
+
+  it("counts a classifier's candidate labels, which the runtime bills beside the input", async () => {
+    await refilled("k2");
+    // Ten long labels: each is billed in its hypothesis, and no token limit bounds them.
+    const categories = Array.from(
+      { length: 10 },
+      (_, i) => `label ${i} ${"very ".repeat(400)}long`,
+    );
+    const raw = JSON.stringify({ model: "tiny-nli", input: "x", categories });
+    const answer = await p.pay(raw, { signature: p.sign(raw, "k2", SECRETS.k2new) });
+    expect(answer.status).toBe(200);
+    const usage = parsePayUsage(answer.headers.get("pay-usage") ?? undefined);
+    if (!usage) throw new Error("no pay-usage on a served paid answer");
+    // A classifier's answer is a bare score object with no id: this file's requests run one at a time.
+    const asked = p.provider.ledger.checks.at(-1)?.maxTokens;
+    // The labels alone are thousands of tokens; the old bound asked for 4,097.
+    expect(usage.inputTokens).toBeGreaterThan(4_097);
+    expect(asked).toBeGreaterThanOrEqual(usage.inputTokens + usage.outputTokens);
   });
 });
