@@ -39,7 +39,10 @@ const FALLBACK_DENIAL = { error: "payment_required" } as const;
 
 export interface ProviderAnswer {
   readonly status: number;
+  /** Empty when the body ran past the size cap. */
   readonly raw: Buffer;
+  /** The body ran past the size cap and was not read. */
+  readonly oversized?: boolean;
 }
 
 /** The whole mapping; the client calls it on every answer it reads. */
@@ -66,7 +69,9 @@ export function interpretAllowance(answer: ProviderAnswer): AllowanceResult {
     return {
       kind: "unavailable",
       reason: "bad_answer",
-      detail: "200 without a boolean `allowed`",
+      detail: answer.oversized
+        ? "200 with a body over the size cap"
+        : "200 without a boolean `allowed`",
       status,
     };
   }

@@ -199,6 +199,10 @@ export class PaymentProviderClient {
         body: JSON.stringify(body),
       });
       const raw = await readCapped(response.body, MAX_ANSWER_BYTES);
+      // An answer too large to read still has its status: a 402 is a denial
+      // whatever its body (allowance-answer.ts), a 200 settlement settled.
+      if (raw === null)
+        return { status: response.statusCode, raw: Buffer.alloc(0), oversized: true };
       return { status: response.statusCode, raw };
     } catch (error) {
       // Whatever undici wraps an abort in mid-body, the deadline is the cause.
@@ -235,19 +239,19 @@ function unavailableFrom(error: unknown): Extract<AllowanceResult, { kind: "unav
   if (error instanceof CallerAborted) {
     return { kind: "unavailable", reason: "aborted", detail: error.message };
   }
-  if (error instanceof AnswerTooLarge) {
-    return { kind: "unavailable", reason: "bad_answer", detail: error.message };
-  }
   const detail =
     typeof code === "string" ? code : error instanceof Error ? error.message : String(error);
   return { kind: "unavailable", reason: "connection_error", detail };
 }
 
-class AnswerTooLarge extends Error {}
 class ProviderTimeout extends Error {}
 class CallerAborted extends Error {}
 
-async function readCapped(body: Dispatcher.ResponseData["body"], limit: number): Promise<Buffer> {
+/** The answer's bytes, or null when they run past `limit` (the rest is not read). */
+async function readCapped(
+  body: Dispatcher.ResponseData["body"],
+  limit: number,
+): Promise<Buffer | null> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
@@ -255,7 +259,7 @@ async function readCapped(body: Dispatcher.ResponseData["body"], limit: number):
     size += buffer.length;
     if (size > limit) {
       body.destroy();
-      throw new AnswerTooLarge(`answer larger than ${limit} bytes`);
+      return null;
     }
     chunks.push(buffer);
   }

@@ -284,6 +284,11 @@ describe("answers the stand-in does not give", () => {
     expect(result.kind === "denied" && result.raw.toString()).toBe('{"error":"payment_required"}');
   });
 
+  it("denies on a 402 too large to read, as on any other 402", async () => {
+    const result = await answer(402, JSON.stringify({ error: "no", pad: "x".repeat(70_000) }));
+    expect(result.kind === "denied" && result.raw.toString()).toBe('{"error":"payment_required"}');
+  });
+
   it.each([
     ["a 200 without JSON", 200, "ok"],
     ["a 200 without `allowed`", 200, '{"status":"fine"}'],
