@@ -44,6 +44,10 @@ export function billServed(
     if (!served) return null;
     // Once: an error answered in its place runs this hook again.
     reply.served = null;
+    // An error answered in the served answer's place (a failure after the
+    // runtime answered) is not what was billed for: nothing is, and the
+    // caller's retry is answered, not refused as a replay (payment-gate.ts).
+    if (reply.statusCode >= 400) return null;
     return billUsage(parts, request, served.model, served.usage).then((payUsage) => {
       if (payUsage !== null) reply.header(PAY_USAGE_HEADER, payUsage);
     });

@@ -1,4 +1,3 @@
-import { EventEmitter } from "node:events";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { RESPONSE_ID_HEADER } from "../../api/runtime-wire.js";
 import { logFieldsOf } from "../../lib/http/log-fields.js";
@@ -8,6 +7,7 @@ import { responseIdOf } from "../plugins/request-id.js";
 import type { MeteringParts } from "../plugins/metering.js";
 import type { Upstream } from "../upstream/forward.js";
 import { relayOf, relayedHeaders } from "../upstream/relay.js";
+import { hasLeft, leftError, whenGone } from "./client-gone.js";
 import { relayStream } from "./relay-stream.js";
 import { forwardBodyOf, storeAnswer, type StoredDeps } from "./stored-responses.handler.js";
 
@@ -35,14 +35,10 @@ export function inferenceHandler(deps: InferenceDeps) {
     if ((request.body as { stream?: unknown }).stream === true) {
       return relayStream(request, reply, deps, body, preferredEndpoint);
     }
+    if (hasLeft(reply)) throw leftError();
     const started = performance.now();
-    // A client that goes away cancels the runtime's work. undici takes an
-    // EventEmitter that emits "abort" as a signal, which costs a fraction of
-    // an AbortController per request.
-    const abort = new EventEmitter();
-    request.raw.once("close", () => {
-      if (request.raw.destroyed && !request.raw.complete) abort.emit("abort");
-    });
+    // A client that goes away cancels the runtime's work.
+    const abort = whenGone(reply);
     const answer = await deps.upstream.forward({
       model,
       body,
@@ -70,19 +66,42 @@ export function inferenceHandler(deps: InferenceDeps) {
         );
         throw GatewayErrors.upstreamError(model.id);
       }
-      reply.header("x-inference-type", "cloud");
-      reply.served = { model, usage: relay.usage };
       // A classifier answers a bare label-to-score object, never stored: its
       // bytes are not read as JSON, nor are those of a `store: false` answer.
-      if (
+      const stored =
         deps.responses &&
         model.task !== "zero-shot-classification" &&
         (request.body as { store?: unknown }).store !== false
-      ) {
-        const json = answer.body.toString("utf8");
-        await storeAnswer(deps, request, JSON.parse(json), json, answer.endpoint);
-      }
+          ? storableAnswer(request, answer.body, answer.endpoint, model.id)
+          : null;
+      // Served only once the answer is known to be whole: what is billed is
+      // what the caller gets.
+      reply.header("x-inference-type", "cloud");
+      reply.served = { model, usage: relay.usage };
+      if (stored) await storeAnswer(deps, request, stored.response, stored.json, answer.endpoint);
     }
     return reply.send(answer.body);
   };
+}
+
+/**
+ * The runtime's answer read as JSON for the store. One that is not JSON is a
+ * runtime fault: a 502, served and billed to no one.
+ */
+function storableAnswer(
+  request: FastifyRequest,
+  body: Buffer,
+  endpoint: string,
+  modelId: string,
+): { response: unknown; json: string } {
+  const json = body.toString("utf8");
+  try {
+    return { response: JSON.parse(json), json };
+  } catch (error) {
+    request.log.error(
+      { ...logFieldsOf(request), endpoint, err: error },
+      "runtime answered a body that is not JSON",
+    );
+    throw GatewayErrors.upstreamError(modelId);
+  }
 }

@@ -20,6 +20,7 @@ import { responseIdOf } from "../plugins/request-id.js";
 import { PAY_USAGE_HEADER } from "../pay/pay-usage.js";
 import { phrased, type Upstream } from "../upstream/forward.js";
 import { relayOf, relayedHeaders } from "../upstream/relay.js";
+import { hasLeft, leftError } from "./client-gone.js";
 import { routeConfigOf } from "./route-config.js";
 import { storeAnswer, type StoredDeps } from "./stored-responses.handler.js";
 
@@ -97,6 +98,8 @@ export async function relayStream(
 ): Promise<FastifyReply> {
   const model = request.model;
   if (!model) throw new Error(`route ${request.routeOptions.url} has no admitted model`);
+  // Gone during the checks before the handler: nothing runs, nothing is billed.
+  if (hasLeft(reply)) throw leftError();
   const responseId = responseIdOf(request);
   const paid = routeConfigOf(request).metering === "settlement";
   // Before the stream opens, a client that leaves cancels the request itself.

@@ -1,12 +1,4 @@
-import { writeFile } from "node:fs/promises";
-import {
-  createServer,
-  request as httpRequest,
-  type IncomingMessage,
-  type ServerResponse,
-} from "node:http";
-import type { AddressInfo } from "node:net";
-import { dirname, join } from "node:path";
+import { request as httpRequest, type IncomingMessage } from "node:http";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { textGenerationRequestSchema } from "../../../api/responses-request.js";
@@ -15,6 +7,7 @@ import { sseFrame, streamedResponseSchema } from "../../../api/stream-events.js"
 import { until } from "../conformance/support.js";
 import { deltasOf, expectedOrder, parseEventStream } from "../../support/sse-events.js";
 import { startPlatform, type Platform } from "../support/platform.js";
+import { standInRuntime } from "../support/stand-in-runtime.js";
 
 /**
  * `stream: true` through a real gateway to a real runtime, driven by the
@@ -201,36 +194,10 @@ describe("a client that leaves mid-stream", () => {
   });
 });
 
-/** A stand-in runtime on loopback serving `model`, with `write` answering each request. */
-async function standInRuntime(
-  model: string,
-  write: (res: ServerResponse) => void,
-): Promise<{ close(): Promise<void> }> {
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on("end", () => write(res));
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  // The platform's registry folder is the state folder's parent; a new file is loaded.
-  await writeFile(
-    join(dirname(p.stateDir), `${model}.yaml`),
-    `apiVersion: serving.modelgate.dev/v1alpha1\nkind: InferenceModel\nmetadata:\n  name: ${model}\nspec:\n  task: text-generation\n  source: { uri: file:///models/x }\nstatus:\n  endpoint: ${endpoint}\n`,
-  );
-  const registry = p.components.deps.registry;
-  await until(`the ${model} model`, () => registry.resolve(model) !== undefined);
-  return {
-    async close() {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
-
 describe("a runtime that dies mid-stream", () => {
   it("ends the stream with the gateway's own response.failed, numbered on, and bills nothing", async () => {
     // Two well-formed events, then the connection drops: a runtime process that died.
-    const runtime = await standInRuntime("dying", (res) => {
+    const runtime = await standInRuntime(p, "dying", (res) => {
       res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8" });
       const frame = (type: string, n: number) =>
         `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: n })}\n\n`;
@@ -269,7 +236,7 @@ describe("a runtime that dies while answering a stream request with an error", (
     // drops: a runtime killed while refusing. The socket error's code
     // (ECONNRESET) once reached the app's error handler bare, which reads
     // socket codes as the database being unreachable.
-    const runtime = await standInRuntime("refusing-dies", (res) => {
+    const runtime = await standInRuntime(p, "refusing-dies", (res) => {
       res.writeHead(503, { "content-type": "application/json", "content-length": "200" });
       res.write('{"error":{"mess');
       setTimeout(() => res.socket?.destroy(), 20);
@@ -332,7 +299,7 @@ describe("a runtime whose writes split its frames", () => {
       Buffer.concat([second.subarray(20), third]),
       Buffer.from(terminal),
     ];
-    const runtime = await standInRuntime("pieces", (res) => {
+    const runtime = await standInRuntime(p, "pieces", (res) => {
       res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8" });
       let i = 0;
       const next = () => {
