@@ -95,6 +95,10 @@ function logRefusal(request: FastifyRequest, coded: CodedError): void {
     code: coded.code,
     param: coded.param,
     status: coded.statusCode,
+    // Why a caller was not let in (a forged, replayed or unconfigured
+    // signature; a bad key): the bodies tell callers nothing of it, so the
+    // log must. These messages are fixed text, never the caller's bytes.
+    ...(coded.statusCode === 401 ? { reason: coded.message } : {}),
   };
   // A 503 for a dependency that failed says why, for whoever runs the gateway.
   if (coded.statusCode >= 500 && coded.cause !== undefined) {
