@@ -11,7 +11,7 @@ import type { PromptBuilder } from "./prompt.js";
 import { chooseSampler } from "./sampler.js";
 import type { StopReason } from "./stopping.js";
 import { rememberingSingleTokens, TokenText } from "./token-stream.js";
-import { turnsOf } from "./turns.js";
+import { keepNewest, turnsOf } from "./turns.js";
 
 /** A request turned into prompt ids, within the token limit. */
 export interface PreparedGeneration {
@@ -83,12 +83,8 @@ export class TextGenerator {
       // oldest messages, then the start of the oldest one left.
       const fits = (messages: readonly ChatMessage[]) =>
         this.prompt.encodeTurns(instructions, messages).length <= decision.budget;
-      let conversation = turnsOf(turns);
-      while (conversation.length > 1 && !fits(conversation.flat())) {
-        conversation = conversation.slice(1);
-      }
-      let kept = conversation.flat();
-      while (kept.length > 1 && !fits(kept)) kept = kept.slice(1);
+      const conversation = keepNewest(turnsOf(turns), (kept) => fits(kept.flat()));
+      const kept = keepNewest(conversation.flat(), fits);
       promptIds = this.prompt.encodeTurns(instructions, kept);
       if (promptIds.length > decision.budget) {
         const [oldest, ...rest] = kept as [ChatMessage, ...ChatMessage[]];

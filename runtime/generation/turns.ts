@@ -24,3 +24,21 @@ export function turnsOf(messages: readonly ChatMessage[]): ChatMessage[][] {
   if (current.length > 0) turns.push(current);
   return turns;
 }
+
+/**
+ * The newest items that fit, dropping the oldest first and never the last
+ * one. A shorter conversation renders no longer, so what fits is a run of
+ * suffixes: a binary search renders the prompt a logarithmic number of
+ * times, where dropping one item at a time rendered it once per item, and
+ * a long conversation held the runtime's one thread for seconds.
+ */
+export function keepNewest<T>(items: readonly T[], fits: (kept: readonly T[]) => boolean): T[] {
+  let low = 0;
+  let high = Math.max(0, items.length - 1);
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (fits(items.slice(middle))) high = middle;
+    else low = middle + 1;
+  }
+  return items.slice(low);
+}
