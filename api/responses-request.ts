@@ -212,7 +212,8 @@ const commonShape = {
     }),
   store: defaultIfNull(z.boolean(), true),
   temperature: z.number().min(0).max(2).nullable().optional(),
-  top_p: z.number().gt(0).max(1).nullable().optional(),
+  // 0 to 1 as the OpenAI API takes it: 0 keeps only the most probable token.
+  top_p: z.number().min(0).max(1).nullable().optional(),
   truncation: defaultIfNull(z.enum(["auto", "disabled"]), "auto"),
   categories: z.array(z.string()).optional(),
   multilingual: z.boolean().optional(),

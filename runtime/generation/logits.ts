@@ -96,7 +96,10 @@ function drawFromNucleus(
   candidates.sort((a, b) => probs[b]! - probs[a]! || a - b);
   let kept = 0;
   let mass = 0;
-  while (kept < candidates.length && mass < topP) mass += probs[candidates[kept++]!]!;
+  // At least the most probable token: top_p 0 is a nucleus of one.
+  while (kept < candidates.length && (kept === 0 || mass < topP)) {
+    mass += probs[candidates[kept++]!]!;
+  }
   let target = random * mass;
   for (let i = 0; i < kept; i++) {
     const id = candidates[i]!;

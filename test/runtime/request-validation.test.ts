@@ -30,7 +30,8 @@ describe("ResponsesRequest validation (spec 2.1)", () => {
     [{ ...base, model: 3 }, "model", /Invalid 'model'/],
     [{ ...base, temperature: "hot" }, "temperature", /Invalid 'temperature'/],
     [{ ...base, temperature: 2.5 }, "temperature", /Invalid 'temperature'/],
-    [{ ...base, top_p: 0 }, "top_p", /Invalid 'top_p'/],
+    [{ ...base, top_p: -0.1 }, "top_p", /Invalid 'top_p'/],
+    [{ ...base, top_p: 1.5 }, "top_p", /Invalid 'top_p'/],
     [{ ...base, max_output_tokens: 1.5 }, "max_output_tokens", /Invalid/],
     [{ ...base, max_output_tokens: 0 }, "max_output_tokens", /Invalid/],
     // Past the cap, however far: the cap is what the message names.

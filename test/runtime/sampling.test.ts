@@ -31,6 +31,8 @@ describe("logits and sampling", () => {
     // With top_p 0.8 tokens 0 and 1 share the draw in proportion 5:3.
     expect(sampleTopP(probs, 0.8, 0.1)).toBe(0);
     expect(sampleTopP(probs, 0.8, 0.9)).toBe(1);
+    // top_p 0, which the OpenAI API accepts, keeps the most probable token alone.
+    for (const r of [0, 0.5, 0.99]) expect(sampleTopP(probs, 0, r)).toBe(0);
   });
 
   it("samples in proportion to probability", () => {
