@@ -210,6 +210,27 @@ const commonShape = {
       description:
         "Not served here: only absent or null. A conversation continues with `previous_response_id`",
     }),
+  // No model here calls tools or fills prompt templates. Dropped by the
+  // loose object, they would be answered with plain text: an agent waiting
+  // for its function call would never get one. Refused, as the OpenAI API
+  // refuses a parameter a model does not support; the empty forms pass.
+  tools: z
+    .array(z.unknown())
+    .max(0, "tools are not served here: these models answer with text only")
+    .nullable()
+    .optional()
+    .meta({ description: "Not served here: only absent, null or empty" }),
+  tool_choice: z
+    .enum(["none", "auto"], {
+      error: "no tools are served here, so no tool call can be required: send `none` or `auto`",
+    })
+    .nullable()
+    .optional()
+    .meta({ description: "Only `none` or `auto`: no tools are served here" }),
+  prompt: z
+    .null({ error: "prompt templates are not served here; send `instructions` and `input`" })
+    .optional()
+    .meta({ description: "Not served here: only absent or null" }),
   store: defaultIfNull(z.boolean(), true),
   temperature: z.number().min(0).max(2).nullable().optional(),
   // 0 to 1 as the OpenAI API takes it: 0 keeps only the most probable token.

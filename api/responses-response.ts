@@ -155,7 +155,8 @@ function envelope(
     ...echoOf(request),
     reasoning: { effort: null, summary: null },
     text: { format: { type: "text" } },
-    tool_choice: "auto",
+    // The only choices a request may make (responses-request.ts), echoed.
+    tool_choice: request.tool_choice === "none" ? "none" : "auto",
     tools: [],
     // Not a field of spec 2.1 but one the OpenAI clients send (an end
     // user's id); echoed as the OpenAI API echoes it.

@@ -49,6 +49,14 @@ describe("ResponsesRequest validation (spec 2.1)", () => {
       /continue a conversation with `previous_response_id`/,
     ],
     [{ ...base, conversation: { id: "conv_1" } }, "conversation", /not served here/],
+    [
+      { ...base, tools: [{ type: "function", name: "f", parameters: {} }] },
+      "tools",
+      /tools are not served here/,
+    ],
+    [{ ...base, tool_choice: "required" }, "tool_choice", /send `none` or `auto`/],
+    [{ ...base, tool_choice: { type: "function", name: "f" } }, "tool_choice", /no tools/],
+    [{ ...base, prompt: { id: "pmpt_1" } }, "prompt", /prompt templates are not served here/],
     [{ ...base, categories: "a,b" }, "categories", /Invalid 'categories'/],
     [{ ...base, multilingual: "no" }, "multilingual", /Invalid 'multilingual'/],
     [
@@ -67,6 +75,18 @@ describe("ResponsesRequest validation (spec 2.1)", () => {
 
   it("takes a null conversation as not given", () => {
     expect(validateRequest({ ...base, conversation: null }).ok).toBe(true);
+  });
+
+  it("takes no tools, a tool choice that requires none and a null prompt as not given", () => {
+    for (const fields of [
+      { tools: [] },
+      { tools: null },
+      { tool_choice: "none" },
+      { tool_choice: "auto" },
+      { prompt: null },
+    ]) {
+      expect(validateRequest({ ...base, ...fields }).ok).toBe(true);
+    }
   });
 
   it("takes 16 metadata pairs and refuses a 17th", () => {
