@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { formatPaySignature, signPayload } from "../../../gateway/pay/signature.js";
 import { SECRETS, startPlatform, type Platform } from "../support/platform.js";
-import { footprint, rawPost, type Footprint } from "./support.js";
+import { footprint, logLinesContaining, rawPost, type Footprint } from "./support.js";
 
 /**
  * The pay-signature through the real gateway (spec 5.2, docs/payment-provider.md):
@@ -185,6 +185,23 @@ describe("pay-signature: refused with exactly the spec's 401 body and no side ef
   it.each(forgeries)("refuses $guards", async ({ sent, signature }) => {
     const res = await p.pay(sent ?? BODY, { signature: signature() });
     await expectRefusedWithoutSideEffects(res.status, await res.text());
+  });
+
+  it("logs why each 401 was refused, which its body does not say, and never the header", async () => {
+    const forged = header([`t=${now()}`, "kid=k1", `v1=${"0".repeat(64)}`]);
+    const unknownKid = header([`t=${now()}`, "kid=nobody", `v1=${v1Of()}`]);
+    for (const [signature, reason] of [
+      [forged, "mismatch"],
+      [unknownKid, "unknown_kid"],
+    ] as const) {
+      const res = await p.pay(BODY, { signature });
+      expect(res.status).toBe(401);
+      await res.text();
+      const id = res.headers.get("x-request-id") ?? "no request id";
+      const refused = logLinesContaining(p, id).find((l) => l.includes("request refused"));
+      expect(JSON.parse(refused ?? "{}").reason).toBe(`pay-signature rejected: ${reason}`);
+      expect(logLinesContaining(p, signature)).toEqual([]);
+    }
   });
 
   it("refuses two pay-signature header lines, even when both are genuine", async () => {
