@@ -199,7 +199,9 @@ describe("pay-signature: refused with exactly the spec's 401 body and no side ef
       await res.text();
       const id = res.headers.get("x-request-id") ?? "no request id";
       const refused = logLinesContaining(p, id).find((l) => l.includes("request refused"));
-      expect(JSON.parse(refused ?? "{}").reason).toBe(`pay-signature rejected: ${reason}`);
+      expect((JSON.parse(refused ?? "{}") as { reason?: string }).reason).toBe(
+        `pay-signature rejected: ${reason}`,
+      );
       expect(logLinesContaining(p, signature)).toEqual([]);
     }
   });
