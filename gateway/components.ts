@@ -116,11 +116,11 @@ export async function createGatewayComponents(
   const feedsExporter = !databaseUrl && Boolean(config.usageSinkUrl);
   let exporterFeed: ((recorded: readonly RecordedEntry[]) => void) | null = null;
   const toLedger = createLedgerSender(() => store.db(), {
-    onWritten: () => (store.reachable = true),
+    onWritten: () => store.markReachable(),
     ...(feedsExporter ? { onRecorded: (recorded) => exporterFeed?.(recorded) } : {}),
     // A record the database refused is no outage: only other errors say it is down.
     onFailed: (error) => {
-      if (isRetryableLedgerError(error)) store.reachable = false;
+      if (isRetryableLedgerError(error)) store.markUnreachable(error);
     },
   });
 
@@ -249,6 +249,7 @@ export async function createGatewayComponents(
       store.recheck();
       return true;
     },
+    unreachable: (error) => store.markUnreachable(error),
   });
   responses.startSweeping(sweepIntervalMs(config.responseRetentionSeconds), (error) =>
     logger.warn({ err: errorText(error) }, "stored responses not swept; retried later"),

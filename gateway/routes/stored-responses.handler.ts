@@ -10,11 +10,13 @@ import {
   storedItemsOf,
   type StoredInputItem,
 } from "../../api/stored-responses.js";
+import { errorText } from "../../lib/error-text.js";
 import { logFieldsOf } from "../../lib/http/log-fields.js";
 import { repeatedQueryParam } from "../../lib/http/repeated-query.js";
 import { GatewayErrors } from "../errors.js";
 import type { ResponseStore } from "../store/response-store.js";
 import type { StoredResponseRow } from "../store/stored-responses.js";
+import { isStoreUnreachable } from "../store/store-unreachable.js";
 import { continuedBody, historyOf } from "./conversation.js";
 import { ownerOf } from "./stored-owner.js";
 
@@ -164,6 +166,15 @@ export async function storeAnswer(
       servedBy,
     });
   } catch (error) {
-    request.log.error({ ...logFieldsOf(request), err: error }, "response not stored");
+    // An outage is logged once, when the store is found down (store-opener.ts),
+    // not once per answer it costs; anything else is a fault to see.
+    if (isStoreUnreachable(error)) {
+      request.log.debug(
+        { ...logFieldsOf(request), reason: errorText(error) },
+        "response not stored",
+      );
+    } else {
+      request.log.error({ ...logFieldsOf(request), err: error }, "response not stored");
+    }
   }
 }

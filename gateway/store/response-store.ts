@@ -8,6 +8,7 @@ import {
   sweepStoredResponses,
   type StoredResponseRow,
 } from "./stored-responses.js";
+import { isStoreUnreachable, StoreUnreachableError } from "./store-unreachable.js";
 
 /**
  * Stored responses as the routes use them: the store's queries with the
@@ -31,13 +32,18 @@ export interface ResponseStoreOptions {
   db: () => Promise<Kysely<Database>>;
   retentionSeconds: number;
   now: () => number;
-  /** True while the database is known to be down: a save fails at once instead of waiting. */
+  /** True while the database is known to be down: a save or read fails at once instead of waiting. */
   down?: () => boolean;
+  /** A read found the database not answering: the store is down until it answers again. */
+  unreachable?: (error: unknown) => void;
   /** The longest a save may hold an answer; default 2 s. */
   saveTimeoutMs?: number;
+  /** The longest a read may wait before it is a 503; default 5 s. */
+  readTimeoutMs?: number;
 }
 
 export const DEFAULT_SAVE_TIMEOUT_MS = 2000;
+export const DEFAULT_READ_TIMEOUT_MS = 5000;
 
 interface PendingSave {
   row: StoredResponseRow;
@@ -75,7 +81,7 @@ export class ResponseStore {
    * for nothing but the end of its turn.
    */
   async save(entry: NewStoredResponse): Promise<void> {
-    if (this.options.down?.()) throw new Error("store down: response not stored");
+    if (this.options.down?.()) throw new StoreUnreachableError("store down: response not stored");
     const now = this.options.now();
     const write = new Promise<void>((resolve, reject) => {
       const row = {
@@ -88,13 +94,18 @@ export class ResponseStore {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_resolve, reject) => {
       timer = setTimeout(
-        () => reject(new Error("store did not answer: response not stored")),
+        () => reject(new StoreUnreachableError("store did not answer: response not stored")),
         this.options.saveTimeoutMs ?? DEFAULT_SAVE_TIMEOUT_MS,
       );
     });
     write.catch(() => undefined);
     try {
       await Promise.race([write, timeout]);
+    } catch (error) {
+      // Not answering is down too: the next saves skip at once rather than
+      // each holding its answer for the timeout.
+      if (isStoreUnreachable(error)) this.options.unreachable?.(error);
+      throw error;
     } finally {
       clearTimeout(timer);
     }
@@ -133,16 +144,44 @@ export class ResponseStore {
   }
 
   async get(id: string, owner: string): Promise<StoredResponseRow | null> {
-    return loadStoredResponse(await this.options.db(), id, owner, this.nowDate());
+    return this.read((db) => loadStoredResponse(db, id, owner, this.nowDate()));
   }
 
   async delete(id: string, owner: string): Promise<boolean> {
-    return deleteStoredResponse(await this.options.db(), id, owner, this.nowDate());
+    return this.read((db) => deleteStoredResponse(db, id, owner, this.nowDate()));
   }
 
   /** The turns up to and including `id`, oldest first; null when `id` is not the owner's. */
   async conversation(id: string, owner: string): Promise<StoredResponseRow[] | null> {
-    return loadConversation(await this.options.db(), id, owner, this.nowDate());
+    return this.read((db) => loadConversation(db, id, owner, this.nowDate()));
+  }
+
+  /**
+   * A caller's read: refused at once while the database is known down, and
+   * after `readTimeoutMs` when it does not answer, both a 503 with
+   * Retry-After (app.ts). A hung server would otherwise hold every read for
+   * the pool's connect or query timeout (10 and 30 s), and a client waiting
+   * on it is one that cannot retry.
+   */
+  private async read<T>(query: (db: Kysely<Database>) => Promise<T>): Promise<T> {
+    if (this.options.down?.()) throw new StoreUnreachableError("store down: not read");
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(
+        () => reject(new StoreUnreachableError("store did not answer a read in time")),
+        this.options.readTimeoutMs ?? DEFAULT_READ_TIMEOUT_MS,
+      );
+    });
+    const answer = this.options.db().then(query);
+    answer.catch(() => undefined);
+    try {
+      return await Promise.race([answer, timeout]);
+    } catch (error) {
+      if (isStoreUnreachable(error)) this.options.unreachable?.(error);
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Deletes the expired rows now; returns how many. */

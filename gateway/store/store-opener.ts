@@ -18,13 +18,15 @@ const RECHECK_INTERVAL_MS = 1_000;
 export class StoreOpener {
   private opening: Promise<Store> | undefined;
   private closed = false;
-  /** Whether the last open or ledger write reached the database. */
-  reachable = false;
+  /** Whether the last open, write or probe reached the database. */
+  private answering = false;
   /** Whether an open has settled (succeeded or failed) at least once. */
   private settled = false;
   private readonly logger: Logger;
   private probing = false;
   private lastProbe = 0;
+  /** Asks once a second while the store is down, so that it comes back without traffic. */
+  private prober: NodeJS.Timeout | undefined;
 
   constructor(
     readonly target: StoreTarget,
@@ -48,7 +50,8 @@ export class StoreOpener {
     this.opening ??= openStore(this.target, { logger: this.logger }).then(
       (store) => {
         this.settled = true;
-        this.reachable = true;
+        this.answering = true;
+        this.stopProbing();
         this.logger.info(
           { store: describeTarget(this.target), engine: store.engine },
           "store open",
@@ -58,7 +61,8 @@ export class StoreOpener {
       (error: unknown) => {
         this.settled = true;
         this.opening = undefined;
-        this.reachable = false;
+        this.answering = false;
+        this.probeWhileDown();
         this.logger.warn(
           { store: describeTarget(this.target), err: errorText(error) },
           "store unavailable: usage waits in the local journal",
@@ -69,13 +73,44 @@ export class StoreOpener {
     return this.opening;
   }
 
+  /** Whether the last open, write or probe reached the database (the `store_up` gauge). */
+  get reachable(): boolean {
+    return this.answering;
+  }
+
+  /** A write or read reached the database. */
+  markReachable(): void {
+    if (this.answering) return;
+    this.answering = true;
+    this.stopProbing();
+    if (this.settled) {
+      this.logger.info({ store: describeTarget(this.target) }, "store is back");
+    }
+  }
+
+  /**
+   * A write or read found the database unreachable or not answering: the
+   * answer path now skips what it would wait for, and a probe asks once a
+   * second whether it is back. Logged once per outage, not per request.
+   */
+  markUnreachable(error: unknown): void {
+    this.settled = true;
+    if (!this.answering) return;
+    this.answering = false;
+    this.logger.warn(
+      { store: describeTarget(this.target), err: errorText(error) },
+      "store unreachable: stored responses are skipped until it answers",
+    );
+    this.probeWhileDown();
+  }
+
   /**
    * While the store is known to be down, asks the database in the
-   * background, at most once a second, whether it answers again. Only the
-   * ledger's writes and a new open set `reachable`, and after a failed write
-   * the open store is kept, so without this the answer path kept skipping
-   * stored responses after the database was back until the outbox's next
-   * delivery, whose backoff grows to a minute.
+   * background, at most once a second, whether it answers again. Without
+   * it, after a failed write the answer path kept skipping stored responses
+   * until the outbox's next delivery, whose backoff grows to a minute. The
+   * answer path asks too (`recheck`), so a probe is due as soon as traffic
+   * comes, and a timer asks without traffic, so `store_up` tells the truth.
    */
   recheck(now: number = Date.now()): void {
     if (!this.down || this.probing || now - this.lastProbe < RECHECK_INTERVAL_MS) return;
@@ -84,9 +119,7 @@ export class StoreOpener {
     this.store()
       .then((store) => sql`SELECT 1`.execute(store.db))
       .then(
-        () => {
-          this.reachable = true;
-        },
+        () => this.markReachable(),
         () => undefined,
       )
       .finally(() => {
@@ -94,17 +127,30 @@ export class StoreOpener {
       });
   }
 
+  private probeWhileDown(): void {
+    if (this.prober !== undefined || this.closed) return;
+    this.prober = setInterval(() => this.recheck(), RECHECK_INTERVAL_MS);
+    this.prober.unref();
+  }
+
+  private stopProbing(): void {
+    clearInterval(this.prober);
+    this.prober = undefined;
+  }
+
   /**
    * True once the database is known to be unreachable (an open failed, or a
-   * write since): what the answer path reads to skip a write instead of
-   * waiting out a timeout. False while the first open is still under way.
+   * write or read since): what the answer path reads to skip a write or
+   * refuse a read instead of waiting out a timeout. False while the first
+   * open is still under way.
    */
   get down(): boolean {
-    return this.settled && !this.reachable;
+    return this.settled && !this.answering;
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    this.stopProbing();
     const store = await this.opening?.catch(() => undefined);
     await store?.close();
   }

@@ -28,7 +28,13 @@ const SOCKET_CODES = new Set([
 const PG_CLIENT_MESSAGES =
   /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error)/;
 
+/** Raised without asking the database: it is known down, or did not answer a read in time. */
+export class StoreUnreachableError extends Error {
+  override name = "StoreUnreachableError";
+}
+
 export function isStoreUnreachable(error: unknown): boolean {
+  if (error instanceof StoreUnreachableError) return true;
   for (let cause = error, depth = 0; depth < 4 && isObject(cause); depth++) {
     const code = typeof cause.code === "string" ? cause.code : undefined;
     if (code !== undefined && /^[0-9A-Z]{5}$/.test(code)) {

@@ -1,5 +1,5 @@
 import { execFile, execFileSync } from "node:child_process";
-import { existsSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { chown, mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -31,6 +31,14 @@ export interface PostgresServer {
   halt(): Promise<void>;
   /** Starts a halted server again, on the same port with the same data. */
   resume(): Promise<void>;
+  /**
+   * Stops every process of the server (SIGSTOP) without closing anything: a
+   * hung server, whose connections stay open and whose port still accepts,
+   * and which answers nothing.
+   */
+  freeze(): void;
+  /** Lets a frozen server run on (SIGCONT). */
+  thaw(): void;
   stop(): Promise<void>;
 }
 
@@ -99,6 +107,12 @@ export async function startPostgresServer(): Promise<PostgresServer> {
       },
       async halt() {
         await command("pg_ctl", ["stop", "-D", data, "-m", "fast", "-w"]);
+      },
+      freeze() {
+        signalAll(data, "SIGSTOP");
+      },
+      thaw() {
+        signalAll(data, "SIGCONT");
       },
       async resume() {
         await command("pg_ctl", startArguments(data, dir, port));
@@ -184,4 +198,14 @@ function runAsUser(): { name: string; uid: number; gid: number } | undefined {
   const id = (flag: string) =>
     Number(execFileSync("id", [flag, name], { encoding: "utf8" }).trim());
   return { name, uid: id("-u"), gid: id("-g") };
+}
+
+/** Signals the postmaster (its pid is postmaster.pid's first line) and every backend it forked. */
+function signalAll(data: string, signal: NodeJS.Signals): void {
+  const postmaster = Number(readFileSync(join(data, "postmaster.pid"), "utf8").split("\n")[0]);
+  const children = execFileSync("pgrep", ["-P", String(postmaster)], { encoding: "utf8" })
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map(Number);
+  for (const pid of [postmaster, ...children]) process.kill(pid, signal);
 }
