@@ -28,15 +28,19 @@ const MAX_RECONNECT_DELAY_MS = 1_000;
 /**
  * After a command fails on a connection that looks open (a stuck or
  * overloaded server), requests skip Valkey this long before one tries
- * again: a stuck server costs one request a second the command timeout,
- * not every request.
+ * again, alone: a stuck server costs one request a second the command
+ * timeout, not every request, however many are in flight.
  */
 export const SUSPEND_AFTER_FAILURE_MS = 1_000;
 
 export class ValkeyConnection {
   readonly client: Redis;
   private connected = false;
+  /** A command failed and none has answered since: one request at a time probes. */
+  private suspended = false;
   private suspendedUntil = 0;
+  /** Pings once a suspension runs out, so that sharing resumes (and the gauge says so) without traffic. */
+  private prober: NodeJS.Timeout | undefined;
   /** What was last reported (gauge, log); null before the first report. */
   private sharing: boolean | null = null;
   private wasEverShared = false;
@@ -63,7 +67,7 @@ export class ValkeyConnection {
     this.metrics.valkeyUp.set(0);
     this.client.on("ready", () => {
       this.connected = true;
-      this.suspendedUntil = 0;
+      this.suspended = false;
       this.report(true);
     });
     this.client.on("close", () => {
@@ -86,23 +90,52 @@ export class ValkeyConnection {
     }
   }
 
-  /** True while commands should be sent: connected, and not suspended after a failure. */
+  /**
+   * True while commands should be sent: connected, and not suspended after
+   * a failure. Once a suspension has run out, the caller that asks first is
+   * the probe: the others go on deciding alone until its command answers
+   * (shared again) or fails (suspended again), or for another suspension if
+   * it never says.
+   */
   get available(): boolean {
-    return this.connected && this.client.status === "ready" && Date.now() >= this.suspendedUntil;
+    if (!this.connected || this.client.status !== "ready") return false;
+    if (!this.suspended) return true;
+    const now = Date.now();
+    if (now < this.suspendedUntil) return false;
+    this.suspendedUntil = now + SUSPEND_AFTER_FAILURE_MS;
+    return true;
   }
 
   /** A command failed (timeout, or the connection dropped under it): decide alone for a while. */
   commandFailed(error: unknown): void {
+    this.suspended = true;
     this.suspendedUntil = Date.now() + SUSPEND_AFTER_FAILURE_MS;
     this.report(false, error instanceof Error ? error.message : String(error));
+    this.probeLater();
+  }
+
+  private probeLater(): void {
+    if (this.prober !== undefined) return;
+    this.prober = setTimeout(() => {
+      this.prober = undefined;
+      if (!this.suspended || !this.available) return;
+      this.client.ping().then(
+        () => this.commandSucceeded(),
+        (error: unknown) => this.commandFailed(error),
+      );
+    }, SUSPEND_AFTER_FAILURE_MS);
+    this.prober.unref();
   }
 
   /** A command answered: shared again if a failure had suspended it. */
   commandSucceeded(): void {
+    this.suspended = false;
     if (this.sharing !== true && this.connected) this.report(true);
   }
 
   async close(): Promise<void> {
+    clearTimeout(this.prober);
+    this.prober = undefined;
     this.client.removeAllListeners("close");
     this.client.removeAllListeners("error");
     this.client.on("error", () => {});

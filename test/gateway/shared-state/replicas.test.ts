@@ -215,4 +215,36 @@ describe("two gateway replicas sharing one redis", () => {
       return (await metric(replicas[0]!, "modelgate_gateway_valkey_up")) === 1;
     });
   });
+
+  it("redis stuck, eight requests at a time: one probe a second pays the timeout, not each in flight; resumed: shared again with no traffic", async () => {
+    redis.pause();
+    let slow = 0;
+    let sent = 0;
+    const started = Date.now();
+    try {
+      const client = async () => {
+        while (Date.now() - started < 4_000) {
+          const sentAt = Date.now();
+          const t0 = performance.now();
+          const answer = await post(replicas[0]!, "/v1/responses", JSON.stringify(GEN), {
+            "x-api-key": p.keys.acme.key,
+          });
+          await answer.arrayBuffer();
+          expect([200, 429]).toContain(answer.status);
+          sent++;
+          // Those in flight when it stopped wait out the timeout: counted from the second after.
+          if (performance.now() - t0 >= 200 && sentAt - started >= 1_000) slow++;
+        }
+      };
+      await Promise.all(Array.from({ length: 8 }, client));
+      // One probe a second pays the timeout. Before, every request in flight
+      // when a suspension ran out tried redis: about eight a second.
+      expect(sent).toBeGreaterThan(24);
+      expect(slow).toBeLessThanOrEqual(1 + Math.ceil((Date.now() - started - 1_000) / 1000));
+    } finally {
+      redis.resume();
+    }
+    // No request comes: the connection's own probe finds redis answering.
+    await until(async () => (await metric(replicas[0]!, "modelgate_gateway_valkey_up")) === 1);
+  });
 });
