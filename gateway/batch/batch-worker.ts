@@ -21,7 +21,12 @@ import { BatchPacer, LEASE_LINES, leaseSize } from "./batch-pacer.js";
 import { batchCostOf } from "./batch-pricing.js";
 import { addCounts, type Counts } from "./batch-store.js";
 import { validateLines } from "./batch-validation.js";
-import { sweepAbandonedUploads, sweepExpiredFiles, writeGeneratedFile } from "./file-store.js";
+import {
+  sweepAbandonedUploads,
+  sweepExpiredFiles,
+  sweepFileTombstones,
+  writeGeneratedFile,
+} from "./file-store.js";
 import type { StoreHandle } from "./files.routes.js";
 
 /**
@@ -189,6 +194,7 @@ export class BatchWorker {
       this.lastSweep = this.now();
       await sweepAbandonedUploads(db, new Date(this.now() - ABANDONED_UPLOAD_MS));
       await sweepExpiredFiles(db);
+      await sweepFileTombstones(db);
     }
     // Until the registry has its models, a model would look unknown: no validation yet.
     const validated = this.registryLoaded() ? await this.validateNext(db) : false;

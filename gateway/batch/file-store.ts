@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Selectable } from "kysely";
+import { sql, type Insertable, type Kysely, type Selectable } from "kysely";
 import {
   fileIdSchema,
   type FileObject,
@@ -6,7 +6,7 @@ import {
   type FilePurpose,
 } from "../../api/files.js";
 import { randomHex } from "../../lib/random-hex.js";
-import type { Database, FilesTable } from "../store/database.js";
+import type { Database, FilesTable, FileTombstonesTable } from "../store/database.js";
 import type { Owner } from "./owner.js";
 
 /**
@@ -147,6 +147,47 @@ export async function findFile(
   return query.executeTakeFirst();
 }
 
+/** The owner's rows of `files` or `file_tombstones` (no project: the account's own). */
+const ownedBy = (owner: Owner) =>
+  owner.project === null
+    ? sql<boolean>`account = ${owner.account} AND project IS NULL`
+    : sql<boolean>`account = ${owner.account} AND project = ${owner.project}`;
+
+/** A place in a listing: the (`created_at`, `id`) a page continues after. */
+export interface FileCursor {
+  id: string;
+  created_at: Date;
+}
+
+/**
+ * The place an `after` cursor names, for listing only: one of the owner's
+ * finished files whatever its expiry, or the tombstone of one deleted or
+ * swept. The OpenAI clients page with the last id of the previous page, and
+ * their usual cleanup loop (`for await (const f of files.list()) await
+ * files.delete(f.id)`) has just deleted that file; one that expired between
+ * two pages is the same. Another owner's id, or one never minted, is found
+ * nowhere, exactly as by findFile: a tenant learns nothing of other ids.
+ */
+export async function findFileCursor(
+  db: Kysely<Database>,
+  owner: Owner,
+  id: string,
+): Promise<FileCursor | undefined> {
+  if (!fileIdSchema.safeParse(id).success) return undefined;
+  const live = db
+    .selectFrom("files")
+    .select(["id", "created_at"])
+    .where("id", "=", id)
+    .where("state", "=", "processed")
+    .where(ownedBy(owner));
+  const gone = db
+    .selectFrom("file_tombstones")
+    .select(["id", "created_at"])
+    .where("id", "=", id)
+    .where(ownedBy(owner));
+  return live.unionAll(gone).executeTakeFirst();
+}
+
 export interface Page<T> {
   object: "list";
   data: T[];
@@ -169,8 +210,8 @@ export function pageOf<T extends { id: string }>(items: T[], limit: number): Pag
 /**
  * One page of the owner's files, by (`created_at`, `id`): the cursor is the
  * last id of the previous page, so a page never repeats or skips a file
- * while others are uploaded. A cursor that is not one of the owner's files
- * gives null (the caller's 400).
+ * while others are uploaded or deleted. A cursor that names no position of
+ * the owner's (findFileCursor) gives null (the caller's 404).
  */
 export async function listFiles(
   db: Kysely<Database>,
@@ -189,7 +230,7 @@ export async function listFiles(
       : select.where("project", "=", owner.project);
   if (query.purpose) select = select.where("purpose", "=", query.purpose);
   if (query.after) {
-    const cursor = await findFile(db, owner, query.after);
+    const cursor = await findFileCursor(db, owner, query.after);
     if (!cursor) return null;
     const key = sql`(${cursor.created_at}::timestamptz, ${cursor.id}::text)`;
     select =
@@ -244,12 +285,51 @@ export async function* fileLines(
   if (rest.length > 0) yield { line: ++line, text: rest.replace(/\r$/, "") };
 }
 
-/** Deletes the owner's file; false when there is none. */
+/** What a file leaves for listing when it goes: its owner and its place. */
+function tombstoneOf(
+  file: Pick<Selectable<FilesTable>, "id" | "account" | "project" | "created_at">,
+): Insertable<FileTombstonesTable> {
+  return { id: file.id, account: file.account, project: file.project, created_at: file.created_at };
+}
+
+/**
+ * Deletes the owner's file (its chunks cascade), leaving its tombstone;
+ * false when there is none. Both in one transaction: the file is never gone
+ * without the tombstone a list cursor naming it needs.
+ */
 export async function deleteFile(db: Kysely<Database>, owner: Owner, id: string): Promise<boolean> {
   const file = await findFile(db, owner, id);
   if (!file) return false;
-  await db.deleteFrom("files").where("id", "=", file.id).execute();
+  await db.transaction().execute(async (trx) => {
+    await trx
+      .insertInto("file_tombstones")
+      .values(tombstoneOf(file))
+      // A delete racing another, or the expiry sweep: one tombstone is enough.
+      .onConflict((conflict) => conflict.column("id").doNothing())
+      .execute();
+    await trx.deleteFrom("files").where("id", "=", file.id).execute();
+  });
   return true;
+}
+
+/**
+ * How long a tombstone keeps a deleted or expired file's place: a listing
+ * asks for its next page moments after the last, even when it deletes each
+ * file of a 10,000-file page first; a day is ample, and bounds the table by
+ * a day's deletions.
+ */
+export const FILE_TOMBSTONE_SECONDS = 86_400;
+
+/** Drops tombstones older than `keepSeconds` (by the database's clock); how many. */
+export async function sweepFileTombstones(
+  db: Kysely<Database>,
+  keepSeconds = FILE_TOMBSTONE_SECONDS,
+): Promise<number> {
+  const result = await db
+    .deleteFrom("file_tombstones")
+    .where(sql<boolean>`gone_at <= now() - make_interval(secs => ${keepSeconds})`)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
 }
 
 /**
@@ -286,11 +366,22 @@ export async function writeGeneratedFile(
   return writer.id;
 }
 
-/** Deletes the files past their `expires_at` (their chunks cascade); how many. */
+/**
+ * Deletes the files past their `expires_at` (their chunks cascade), leaving
+ * a tombstone for each finished one, in one statement: a list cursor naming
+ * an expired file pages on after the sweep as before it. How many files.
+ */
 export async function sweepExpiredFiles(db: Kysely<Database>): Promise<number> {
-  const result = await db
-    .deleteFrom("files")
-    .where(sql<boolean>`expires_at <= now()`)
-    .executeTakeFirst();
-  return Number(result.numDeletedRows);
+  const { rows } = await sql<{ swept: string }>`
+    WITH swept AS (
+      DELETE FROM files WHERE expires_at <= now()
+      RETURNING id, account, project, state, created_at
+    ), tombstones AS (
+      INSERT INTO file_tombstones (id, account, project, created_at)
+      SELECT id, account, project, created_at FROM swept WHERE state = 'processed'
+      ON CONFLICT (id) DO NOTHING
+    )
+    SELECT count(*) AS swept FROM swept
+  `.execute(db);
+  return Number(rows[0]!.swept);
 }

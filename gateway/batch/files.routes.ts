@@ -133,7 +133,9 @@ export const FILE_ROUTES: readonly RouteSpec[] = [
     responses: {
       200: ok("A page of File objects", fileListSchema),
       ...managementErrors,
-      404: envelope("`after` names no file of this account and project"),
+      404: envelope(
+        "`after` names no file of this account and project (one deleted or expired within a day still counts)",
+      ),
     },
   },
   {

@@ -13,6 +13,7 @@ export interface Database {
   stored_responses: StoredResponsesTable;
   files: FilesTable;
   file_chunks: FileChunksTable;
+  file_tombstones: FileTombstonesTable;
   batches: BatchesTable;
   batch_lines: BatchLinesTable;
   batch_counts: BatchCountsTable;
@@ -105,6 +106,18 @@ export interface FileChunksTable {
   file_id: string;
   seq: number;
   data: Uint8Array;
+}
+
+/**
+ * A deleted or expired file's place in its owner's listing, kept for a
+ * while so that a list cursor naming it still pages on (migration 0008).
+ */
+export interface FileTombstonesTable {
+  id: string;
+  account: string;
+  project: string | null;
+  created_at: Timestamp;
+  gone_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
 
 export type BatchStatus = (typeof BATCH_STATUSES)[number];

@@ -6,6 +6,7 @@ import * as filesAndBatches from "./0004-files-and-batches.js";
 import * as cachedTokens from "./0005-cached-tokens.js";
 import * as batchCounts from "./0006-batch-counts.js";
 import * as batchOutputExpiry from "./0007-batch-output-expiry.js";
+import * as fileTombstones from "./0008-file-tombstones.js";
 
 /**
  * Every migration, by name, in the order they apply. Listed here rather than
@@ -21,4 +22,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0005-cached-tokens": cachedTokens,
   "0006-batch-counts": batchCounts,
   "0007-batch-output-expiry": batchOutputExpiry,
+  "0008-file-tombstones": fileTombstones,
 };

@@ -10,7 +10,9 @@ import {
   listFiles,
   sweepAbandonedUploads,
   sweepExpiredFiles,
+  sweepFileTombstones,
 } from "../../../gateway/batch/file-store.js";
+import type { Owner } from "../../../gateway/batch/owner.js";
 import { openStore, type Store } from "../../../gateway/store/store.js";
 import { onCleanup } from "../outbox/support.js";
 import { useStoreEngines } from "../store/engines.js";
@@ -193,5 +195,99 @@ describe.each(engines)("file store on $name", (engine) => {
     // Another owner's id is no cursor.
     const theirs = (await listFiles(opened.db, globex, { limit: 1, order: "asc" }))!.data[0]!.id;
     expect(await listFiles(opened.db, acme, { limit: 3, order: "asc", after: theirs })).toBeNull();
+  });
+
+  it("a deleted file's id still names its place, so deleting while paging visits every file", async () => {
+    const opened = await store(engine);
+    const base = Date.UTC(2026, 10, 25, 12);
+    const ids: string[] = [];
+    for (let n = 0; n < 5; n++) {
+      ids.push(await upload(opened, acme, Buffer.from(`${n}\n`), new Date(base + n * 1000)));
+    }
+    // The OpenAI clients' cleanup loop: each page's files deleted, then the next page
+    // asked for after the last of them.
+    const visited: string[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const page = await listFiles(opened.db, acme, {
+        limit: 2,
+        order: "asc",
+        ...(after ? { after } : {}),
+      });
+      expect(page).not.toBeNull();
+      for (const file of page!.data) {
+        visited.push(file.id);
+        expect(await deleteFile(opened.db, acme, file.id)).toBe(true);
+      }
+      if (!page!.has_more) break;
+      after = page!.last_id!;
+    }
+    expect(visited).toEqual(ids);
+    expect((await listFiles(opened.db, acme, { limit: 10, order: "asc" }))!.data).toEqual([]);
+    // Deleted as before: not found, chunks gone.
+    expect(await findFile(opened.db, acme, ids[0]!)).toBeUndefined();
+    expect(await deleteFile(opened.db, acme, ids[0]!)).toBe(false);
+    expect(await opened.db.selectFrom("file_chunks").selectAll().execute()).toEqual([]);
+  });
+
+  it("a deleted file's id is a cursor for its owner only; an id never minted is none", async () => {
+    const opened = await store(engine);
+    const base = Date.UTC(2026, 10, 25, 12);
+    const first = await upload(opened, acme, Buffer.from("a\n"), new Date(base));
+    const gone = await upload(opened, acme, Buffer.from("b\n"), new Date(base + 1000));
+    const last = await upload(opened, acme, Buffer.from("c\n"), new Date(base + 2000));
+    await upload(opened, globex, Buffer.from("d\n"), new Date(base));
+    expect(await deleteFile(opened.db, acme, gone)).toBe(true);
+    const page = (after: string, owner: Owner = acme, order: "asc" | "desc" = "asc") =>
+      listFiles(opened.db, owner, { limit: 10, order, after });
+    expect((await page(gone))!.data.map((f) => f.id)).toEqual([last]);
+    expect((await page(gone, acme, "desc"))!.data.map((f) => f.id)).toEqual([first]);
+    // Another account's, or another project's, is a 404 as before, however it went.
+    expect(await page(gone, globex)).toBeNull();
+    expect(await page(gone, acmeWeb)).toBeNull();
+    const theirs = await upload(opened, globex, Buffer.from("e\n"), new Date(base + 500));
+    expect(await deleteFile(opened.db, globex, theirs)).toBe(true);
+    expect(await page(theirs)).toBeNull();
+    expect((await page(theirs, globex))!.data).toHaveLength(0);
+    expect(await page("file-000000000000000000000000")).toBeNull();
+    expect(await page("file-not-an-id\u0000")).toBeNull();
+  });
+
+  it("an expired file's id still pages on, before the sweep and after it", async () => {
+    const opened = await store(engine);
+    const base = Date.UTC(2026, 10, 25, 12);
+    const past = new Date(Date.now() - 1000);
+    const first = await upload(opened, acme, Buffer.from("a\n"), new Date(base));
+    const expired = await upload(opened, acme, Buffer.from("b\n"), new Date(base + 1000), past);
+    const last = await upload(opened, acme, Buffer.from("c\n"), new Date(base + 2000));
+    const after = (order: "asc" | "desc", owner: Owner = acme) =>
+      listFiles(opened.db, owner, { limit: 10, order, after: expired });
+    expect(await findFile(opened.db, acme, expired)).toBeUndefined();
+    expect((await after("asc"))!.data.map((f) => f.id)).toEqual([last]);
+    expect((await after("desc"))!.data.map((f) => f.id)).toEqual([first]);
+    expect(await after("asc", globex)).toBeNull();
+
+    expect(await sweepExpiredFiles(opened.db)).toBe(1);
+    expect((await after("asc"))!.data.map((f) => f.id)).toEqual([last]);
+    expect((await after("desc"))!.data.map((f) => f.id)).toEqual([first]);
+    expect(await after("asc", globex)).toBeNull();
+  });
+
+  it("a tombstone is swept a day after its file went, and only then", async () => {
+    const opened = await store(engine);
+    const fresh = await upload(opened, acme, Buffer.from("a\n"));
+    const old = await upload(opened, acme, Buffer.from("b\n"));
+    expect(await deleteFile(opened.db, acme, fresh)).toBe(true);
+    expect(await deleteFile(opened.db, acme, old)).toBe(true);
+    expect(await sweepFileTombstones(opened.db)).toBe(0);
+    await opened.db
+      .updateTable("file_tombstones")
+      .set({ gone_at: new Date(Date.now() - 86_400_000 - 60_000) })
+      .where("id", "=", old)
+      .execute();
+    expect(await sweepFileTombstones(opened.db)).toBe(1);
+    const cursor = (after: string) => listFiles(opened.db, acme, { limit: 1, order: "asc", after });
+    expect(await cursor(fresh)).not.toBeNull();
+    expect(await cursor(old)).toBeNull();
   });
 });

@@ -123,6 +123,60 @@ describe("the Files API with the openai client", () => {
     await expect(openai.files.retrieve(created.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
   });
 
+  it("the clients' loop deleting each listed file visits all of them and leaves none", async () => {
+    // A project of its own: no other test's files in its listing.
+    const openai = client(p.keys.acme.key, "batch");
+    const created: string[] = [];
+    for (let n = 0; n < 5; n++) {
+      const file = await openai.files.create({
+        file: await toFile(Buffer.from(`${n}\n`), `${n}.txt`),
+        purpose: "user_data",
+      });
+      created.push(file.id);
+    }
+    // The next page is asked for after the last file of this one, which the loop has
+    // just deleted.
+    const visited: string[] = [];
+    for await (const file of openai.files.list({ limit: 2 })) {
+      visited.push(file.id);
+      await openai.files.delete(file.id);
+    }
+    expect([...visited].sort()).toEqual([...created].sort());
+    expect((await openai.files.list()).data).toEqual([]);
+    await expect(openai.files.retrieve(created[0]!)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(openai.files.content(created[0]!)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(openai.files.delete(created[0]!)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+  });
+
+  it("a deleted file's id pages on for its owner; another's, or one never minted, is a 404 naming after", async () => {
+    const acme = client(p.keys.acme.key, "batch");
+    const globex = client(p.keys.limited.key);
+    const mine = await acme.files.create({
+      file: await toFile(Buffer.from("x\n"), "x.txt"),
+      purpose: "user_data",
+    });
+    const theirs = await globex.files.create({
+      file: await toFile(Buffer.from("y\n"), "y.txt"),
+      purpose: "user_data",
+    });
+    await acme.files.delete(mine.id);
+    await globex.files.delete(theirs.id);
+    expect(await acme.files.list({ after: mine.id })).toMatchObject({ data: [] });
+    const never = "file-000000000000000000000000";
+    for (const [openai, after] of [
+      [acme, theirs.id],
+      [globex, mine.id],
+      [client(p.keys.acme.key), mine.id],
+      [acme, never],
+    ] as const) {
+      const refused = await openai.files.list({ after }).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(OpenAI.NotFoundError);
+      expect(refused).toMatchObject({ status: 404, code: "file_not_found", param: "after" });
+      // Nothing tells another owner's deleted id from one never minted.
+      expect((refused as Error).message.replace(after, "ID")).toBe("404 No such File object: ID");
+    }
+  });
+
   it("another account's or project's file is a 404 like a missing one", async () => {
     const mine = await client(p.keys.acme.key).files.create({
       file: await toFile(Buffer.from("x\n"), "a.txt"),
