@@ -1,4 +1,5 @@
 import { parseCandidateLabels } from "../../api/candidate-labels.js";
+import { USECASES, type UsecaseName } from "../../api/entity-options.js";
 import type { RoutableModel } from "../registry/registry.js";
 
 /**
@@ -18,7 +19,8 @@ import type { RoutableModel } from "../registry/registry.js";
  *   candidate label's hypothesis, which the runtime bills beside the input
  *   and which no limit bounds: the template's bytes with the label in it.
  * - Entity extraction: the input, plus the label prompt the runtime builds
- *   from the `metadata` options: their bytes and a marker token each.
+ *   from the `metadata` options (their bytes, or a `usecase` preset's labels)
+ *   and a marker token each.
  */
 export interface BillableBody {
   input: string;
@@ -52,16 +54,18 @@ export function mostTokens(
 }
 
 function hypothesesTokens(body: BillableBody, template: string | undefined): number {
+  // The runtime puts the label in for every `{}` of the template (replaceAll).
+  const slots = template === undefined ? 1 : template.split("{}").length - 1;
   const templateBytes = template === undefined ? DEFAULT_TEMPLATE_BYTES : bytes(template);
   const labels = parseCandidateLabels({
     categories: body.categories,
     instructions: body.instructions,
   });
-  return labels.reduce((sum, label) => sum + templateBytes + bytes(label) + SPECIALS, 0);
+  return labels.reduce((sum, label) => sum + templateBytes + slots * bytes(label) + SPECIALS, 0);
 }
 
-/** The `metadata` options a label prompt is built from (api/responses-request.ts). */
-const PROMPT_OPTIONS = ["usecase", "schema", "labels"] as const;
+/** The `metadata` options whose own text a label prompt is built from (api/responses-request.ts). */
+const PROMPT_OPTIONS = ["schema", "labels"] as const;
 
 function promptTokens(metadata: BillableBody["metadata"]): number {
   let sum = SPECIALS;
@@ -70,6 +74,11 @@ function promptTokens(metadata: BillableBody["metadata"]): number {
     // Each label gets a marker token and takes at least a byte and a comma:
     // two tokens a byte bound any split of the value into labels.
     if (typeof value === "string") sum += 2 * bytes(value) + SPECIALS;
+  }
+  // A preset names labels the request does not spell out: its own.
+  const usecase = metadata?.usecase;
+  if (typeof usecase === "string" && Object.hasOwn(USECASES, usecase)) {
+    for (const label of USECASES[usecase as UsecaseName].spanLabels) sum += bytes(label) + 1;
   }
   return sum;
 }
