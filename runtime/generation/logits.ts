@@ -79,7 +79,9 @@ export function sampleTopP(
         mass += probs[i]!;
       }
     }
-    if (mass >= topP || threshold === 0) {
+    // At least one candidate: top_p 0 is met by none, and a flat distribution
+    // in float32 can leave every probability just under 1/V.
+    if ((count > 0 && mass >= topP) || threshold === 0) {
       return drawFromNucleus(probs, ids.subarray(0, count), topP, random);
     }
     threshold = threshold > 1e-12 ? threshold / 16 : 0;

@@ -33,6 +33,8 @@ describe("logits and sampling", () => {
     expect(sampleTopP(probs, 0.8, 0.9)).toBe(1);
     // top_p 0, which the OpenAI API accepts, keeps the most probable token alone.
     for (const r of [0, 0.5, 0.99]) expect(sampleTopP(probs, 0, r)).toBe(0);
+    // Even when no probability reaches 1/V (a flat row after float32 rounding).
+    expect(sampleTopP(Float32Array.from([0.2, 0.2, 0.2, 0.2]), 0, 0.5)).toBe(0);
   });
 
   it("samples in proportion to probability", () => {
