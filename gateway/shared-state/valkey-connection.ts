@@ -41,6 +41,7 @@ export class ValkeyConnection {
   private suspendedUntil = 0;
   /** Pings once a suspension runs out, so that sharing resumes (and the gauge says so) without traffic. */
   private prober: NodeJS.Timeout | undefined;
+  private closed = false;
   /** What was last reported (gauge, log); null before the first report. */
   private sharing: boolean | null = null;
   private wasEverShared = false;
@@ -114,16 +115,24 @@ export class ValkeyConnection {
     this.probeLater();
   }
 
-  private probeLater(): void {
-    if (this.prober !== undefined) return;
+  /**
+   * Pings once the suspension runs out; a later failure has pushed it on,
+   * so the timer waits for what is left. A lost connection is not pinged:
+   * reconnecting ends the suspension ("ready").
+   */
+  private probeLater(delayMs: number = SUSPEND_AFTER_FAILURE_MS): void {
+    if (this.prober !== undefined || this.closed) return;
     this.prober = setTimeout(() => {
       this.prober = undefined;
-      if (!this.suspended || !this.available) return;
+      if (!this.suspended || this.closed) return;
+      const left = this.suspendedUntil - Date.now();
+      if (left > 0) return this.probeLater(left);
+      if (!this.available) return;
       this.client.ping().then(
         () => this.commandSucceeded(),
         (error: unknown) => this.commandFailed(error),
       );
-    }, SUSPEND_AFTER_FAILURE_MS);
+    }, delayMs);
     this.prober.unref();
   }
 
@@ -134,6 +143,7 @@ export class ValkeyConnection {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     clearTimeout(this.prober);
     this.prober = undefined;
     this.client.removeAllListeners("close");

@@ -59,14 +59,18 @@ export class StoreOpener {
         return store;
       },
       (error: unknown) => {
+        // Once per outage: traffic and the outbox retry a failed open, each
+        // attempt would otherwise log it again.
+        const news = !this.settled || this.answering;
         this.settled = true;
         this.opening = undefined;
         this.answering = false;
-        this.probeWhileDown();
-        this.logger.warn(
-          { store: describeTarget(this.target), err: errorText(error) },
-          "store unavailable: usage waits in the local journal",
-        );
+        if (news) {
+          this.logger.warn(
+            { store: describeTarget(this.target), err: errorText(error) },
+            "store unavailable: usage waits in the local journal",
+          );
+        }
         throw error;
       },
     );
@@ -94,8 +98,9 @@ export class StoreOpener {
    * second whether it is back. Logged once per outage, not per request.
    */
   markUnreachable(error: unknown): void {
-    this.settled = true;
-    if (!this.answering) return;
+    // Before the first open settles, its outcome decides: a slow first start
+    // (PGlite's is seconds of CPU) is not an outage.
+    if (!this.settled || !this.answering) return;
     this.answering = false;
     this.logger.warn(
       { store: describeTarget(this.target), err: errorText(error) },
