@@ -72,3 +72,11 @@ export function usageFromHeaders(
     ? { inputTokens, outputTokens }
     : { inputTokens, outputTokens, cachedTokens };
 }
+
+/**
+ * The largest body a runtime takes. Only the gateway and its batch workers
+ * call a runtime, and they bound what they send by the gateway's own body
+ * limit (`--body-limit-bytes`, at most this), a continued conversation
+ * included; this is the ceiling that setting may be raised to.
+ */
+export const RUNTIME_BODY_LIMIT_BYTES = 16 * 1024 * 1024;

@@ -113,9 +113,10 @@ const NO_SIGNATURES: UsedSignatures = {
  */
 export function buildGateway(deps: GatewayDeps): FastifyInstance {
   const requestTimeoutSeconds = deps.requestTimeoutSeconds ?? DEFAULT_REQUEST_TIMEOUT_SECONDS;
+  const bodyLimit = deps.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const app = Fastify({
     loggerInstance: deps.logger,
-    bodyLimit: deps.bodyLimit ?? DEFAULT_BODY_LIMIT,
+    bodyLimit,
     genReqId: requestIdFrom,
     // One line per request, written when it completes (access-log.ts), not two.
     logController: new LogController({
@@ -188,11 +189,13 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
         deps.pay?.checkAllowance(request) ?? Promise.reject(new Error("no payment provider")),
       metrics: deps.metrics,
       now: deps.now,
+      bodyLimit,
     };
     const limits: RateLimitParts = {
       limiter: deps.limiter,
       defaults: deps.rateLimits,
       metrics: deps.metrics,
+      bodyLimit,
     };
     scope.setValidatorCompiler(compileBodySchema);
     scope.decorateReply("served", null);
@@ -204,7 +207,11 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
     };
     const hookParts: HookParts = { keys: deps.keys, limits, pay, metering };
     const hooksOf = (config: GatewayRouteConfig) => routeHooksOf(config, hookParts);
-    registerRoutes(scope, { ...deps, metering, responses: deps.responses ?? null }, hooksOf);
+    registerRoutes(
+      scope,
+      { ...deps, metering, responses: deps.responses ?? null, bodyLimit },
+      hooksOf,
+    );
     // The Files and Batch routes, in a scope of their own that also reads multipart forms.
     scope.register(async (management) => {
       await management.register(multipart, {

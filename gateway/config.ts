@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
+import { RUNTIME_BODY_LIMIT_BYTES } from "../api/runtime-wire.js";
 import { parseSettings } from "../lib/settings.js";
 import type { JournalSync } from "./outbox/journal-file.js";
 
@@ -108,7 +109,8 @@ export const gatewayConfigSchema = z.object({
    * replica enforces the limit divided by this (docs/state.md).
    */
   replicas: positiveInt.max(1000).default(1),
-  bodyLimitBytes: positiveInt.default(1024 * 1024),
+  /** At most what a runtime takes: a continued conversation is forwarded within it too. */
+  bodyLimitBytes: positiveInt.max(RUNTIME_BODY_LIMIT_BYTES).default(1024 * 1024),
   /**
    * Batch lines this replica keeps in flight at most (docs/batch.md), fewer
    * while the runtimes have interactive work; 0: this replica runs no batch

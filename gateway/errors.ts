@@ -72,6 +72,18 @@ export const GatewayErrors = {
       `Model '${model}' does not continue conversations: previous_response_id is for text generation.`,
     () => ({ param: "previous_response_id" }),
   ),
+  /**
+   * A continuation over the body limit whose oldest turns may not be left
+   * out (`truncation: disabled`, or a model with the `error` policy).
+   */
+  conversationTooLarge: defineError(
+    "request_too_large",
+    413,
+    "invalid_request_error",
+    (limitBytes: number) =>
+      `The conversation previous_response_id continues, with this input, is larger than the limit of ${limitBytes} bytes a request may carry, and its oldest turns may not be left out (truncation is disabled, or the model answers 420 past its token limit). Start a new conversation, or continue this one with truncation "auto" on a model that truncates.`,
+    () => ({ param: "previous_response_id" }),
+  ),
   invalidApiKey: defineError(
     "invalid_api_key",
     401,

@@ -1,5 +1,6 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import { sendError } from "../api/error-envelope.js";
+import { RUNTIME_BODY_LIMIT_BYTES } from "../api/runtime-wire.js";
 import { HttpErrors } from "../lib/http/http-errors.js";
 import { acceptJsonBodiesOnly } from "../lib/http/json-body.js";
 import "../lib/http/reason-phrases.js";
@@ -13,8 +14,8 @@ export interface RuntimeDeps extends RuntimeContext {
   bodyLimit?: number;
 }
 
-/** 131072 characters of input, each up to 4 UTF-8 bytes, plus the rest of the body. */
-export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+/** What the gateway may send at most (api/runtime-wire.ts); it bounds its callers itself. */
+export const DEFAULT_BODY_LIMIT = RUNTIME_BODY_LIMIT_BYTES;
 
 /** The runtime's HTTP server, not yet listening. */
 export function buildRuntime(deps: RuntimeDeps): FastifyInstance {

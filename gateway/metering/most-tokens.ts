@@ -14,7 +14,9 @@ import type { RoutableModel } from "../registry/registry.js";
  * - Text generation: the model's limit, which the rendered conversation and
  *   the output share (the runtime gives the output only the room the input
  *   leaves). Without a limit: the input's and the instructions' bytes plus
- *   `max_output_tokens` (4096 when not given).
+ *   `max_output_tokens` (4096 when not given); for a continuation, whose
+ *   stored turns are not read until after this check, the most bytes
+ *   forwarded in their place (the body limit: gateway/routes/conversation.ts).
  * - Zero-shot classification: the input (the limit, or its bytes), plus every
  *   candidate label's hypothesis, which the runtime bills beside the input
  *   and which no limit bounds: the template's bytes with the label in it.
@@ -25,6 +27,7 @@ import type { RoutableModel } from "../registry/registry.js";
 export interface BillableBody {
   input: string;
   instructions?: string | null;
+  previous_response_id?: string | null;
   max_output_tokens?: number | null;
   categories?: readonly string[];
   metadata?: Readonly<Record<string, unknown>> | null;
@@ -40,6 +43,7 @@ const bytes = (text: string): number => Buffer.byteLength(text, "utf8");
 export function mostTokens(
   body: BillableBody,
   model: Pick<RoutableModel, "maxTokens" | "task" | "hypothesisTemplate"> | null | undefined,
+  forwardedMostBytes: number,
 ): number {
   const limit = model?.maxTokens;
   if (model?.task === "text-generation" && limit !== undefined) return limit;
@@ -50,6 +54,7 @@ export function mostTokens(
   if (model?.task === "entity-extraction") {
     return (limit ?? bytes(body.input)) + promptTokens(body.metadata) + output;
   }
+  if (typeof body.previous_response_id === "string") return forwardedMostBytes + output;
   return bytes(body.input) + bytes(body.instructions ?? "") + output;
 }
 

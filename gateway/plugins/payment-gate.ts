@@ -47,6 +47,8 @@ export interface PaymentGateParts {
   checkAllowance(request: AllowanceRequest): Promise<AllowanceResult>;
   metrics: GatewayMetrics;
   now: () => number;
+  /** The most bytes forwarded to a runtime (the body limit), which bounds a continuation. */
+  bodyLimit: number;
 }
 
 /** Header values that go into logs: single, printable, bounded. */
@@ -148,7 +150,7 @@ export function checkAllowance(parts: PaymentGateParts): preHandlerAsyncHookHand
     if (caller?.kind !== "pay" || !model) return;
     const allowance = await parts.checkAllowance({
       ...paidRequestOf(request, caller, model),
-      maxTokens: mostTokens(request.body as BillableBody, model),
+      maxTokens: mostTokens(request.body as BillableBody, model, parts.bodyLimit),
     });
     if (allowance.kind === "denied") throw PayErrors.paymentRequired(allowance);
     if (allowance.kind === "unavailable") {

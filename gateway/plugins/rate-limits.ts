@@ -31,6 +31,8 @@ export interface RateLimitParts {
   /** Limits of a caller without its own (an agent, or a key without `rateLimit`). */
   defaults: RateLimits;
   metrics: GatewayMetrics;
+  /** The most bytes forwarded to a runtime (the body limit), which bounds a continuation. */
+  bodyLimit: number;
 }
 
 /** Tokens reserved for a request in one bucket, to settle once its usage is known. */
@@ -69,8 +71,8 @@ function tokensPerMinuteOf(own: RateLimits | undefined, defaults: RateLimits): n
 }
 
 /** The most tokens the admitted request can use. */
-function mostTokensOf(request: FastifyRequest): number {
-  return mostTokens(request.body as BillableBody, request.model);
+function mostTokensOf(request: FastifyRequest, parts: RateLimitParts): number {
+  return mostTokens(request.body as BillableBody, request.model, parts.bodyLimit);
 }
 
 /**
@@ -167,7 +169,7 @@ export function reserveApiKeyTokens(
   return (request, reply) => {
     const caller = request.caller;
     if (caller?.kind !== "api-key") return null;
-    const buckets = apiKeyBuckets(caller, parts, mostTokensOf(request));
+    const buckets = apiKeyBuckets(caller, parts, mostTokensOf(request, parts));
     return buckets.length === 0 ? null : decide(request, reply, parts, buckets);
   };
 }
@@ -188,7 +190,7 @@ export function limitPaySigners(parts: RateLimitParts): preHandlerAsyncHookHandl
     await decide(request, reply, parts, [
       { unit: "requests", take: { id: `${id}:requests`, limits: parts.defaults, cost: 1 } },
       ...(tokensPerMinute && request.model
-        ? [tokenTake(`${id}:tokens`, tokensPerMinute, mostTokensOf(request))]
+        ? [tokenTake(`${id}:tokens`, tokensPerMinute, mostTokensOf(request, parts))]
         : []),
     ]);
   };

@@ -15,6 +15,8 @@ export interface RoutableModel {
   routes: ReadonlySet<RouteName>;
   timeoutMs: number;
   maxTokens: number | undefined;
+  /** Past `maxTokens`: whether the runtime may cut the input (`truncate`) or answers 420. */
+  overflow: "truncate" | "error";
   /** A zero-shot classifier's own hypothesis template (`spec.runtime`), when it sets one. */
   hypothesisTemplate?: string | undefined;
   serviceSlug: string;
@@ -53,6 +55,7 @@ export function routableModel(object: InferenceModel, endpoints: readonly string
     routes: new Set(object.spec.routes),
     timeoutMs: object.spec.timeoutSeconds * 1000,
     maxTokens: object.spec.maxTokens,
+    overflow: object.spec.overflow,
     hypothesisTemplate: object.spec.runtime?.hypothesisTemplate,
     serviceSlug: object.spec.pricing?.serviceSlug ?? id,
     prices: pricesOf(object),

@@ -11,22 +11,86 @@ import type { StoredResponseRow } from "../store/stored-responses.js";
  * to the whole; with `truncation: auto` the oldest turns go first, whole
  * (each ends with its answer, which is how the runtime cuts turns).
  */
-export function historyOf(turns: readonly StoredResponseRow[]): ChatMessage[] {
-  return turns.flatMap((turn) => {
-    const items = JSON.parse(turn.inputItems) as StoredInputItem[];
+
+/** Each stored turn's messages: its input items, then its answer. */
+export function turnsOf(rows: readonly StoredResponseRow[]): ChatMessage[][] {
+  return rows.map((row) => {
+    const items = JSON.parse(row.inputItems) as StoredInputItem[];
     const inputs = items.map((item) => ({
       role: item.role,
       content: item.content.map((part) => part.text).join(""),
     }));
-    return [...inputs, ...outputMessagesOf(JSON.parse(turn.response))];
+    return [...inputs, ...outputMessagesOf(JSON.parse(row.response))];
   });
 }
 
-/** The body the runtime gets: the caller's, with the history before its input. */
-export function continuedBody(raw: Buffer, history: readonly ChatMessage[]): Buffer {
+/**
+ * Stored text read back for a continuation, as a multiple of what may be
+ * forwarded: a stored turn holds more than it forwards (item ids, the
+ * response object's other fields, its echoed `instructions`), so reading
+ * four times the limit finds every turn that could fit in all but
+ * contrived chains, and bounds what one request holds in memory.
+ */
+export const READ_BACK_FACTOR = 4;
+
+export interface ContinuationLimits {
+  /** The most bytes the runtime gets: the gateway's body limit. */
+  limitBytes: number;
+  /** Whether the oldest turns may be left out (`truncation: auto` on a model that truncates). */
+  canDrop: boolean;
+  /** Older turns exist than those read back (stored-responses.ts). */
+  olderUnread: boolean;
+}
+
+export type Continued =
+  | { kind: "fits"; body: Buffer; droppedTurns: number }
+  /** Nothing may be dropped, and the whole is over the limit; `bytes` is at least its size. */
+  | { kind: "too-large"; bytes: number };
+
+/**
+ * The body the runtime gets: the caller's, with the stored turns before its
+ * input. A conversation can outgrow what a request may carry (its turns
+ * are only bounded by the model's context once the runtime reads them), so
+ * when the whole is over the limit the oldest turns are left out, whole,
+ * where truncation may drop them: the runtime's own truncation drops the
+ * oldest first too, and a megabyte is already far more text than most
+ * models' context holds. Where nothing may be dropped, it is too large.
+ *
+ * Sizes are exact: the forwarded input array is `[` + its items joined by
+ * commas + `]`, so each turn adds its messages' JSON and a comma each.
+ */
+export function continuedBody(
+  raw: Buffer,
+  turns: readonly (readonly ChatMessage[])[],
+  limits: ContinuationLimits,
+): Continued {
   const body = JSON.parse(raw.toString("utf8")) as { input: unknown };
-  const input =
-    typeof body.input === "string" ? [{ role: "user", content: body.input }] : body.input;
-  const messages = history.map((m) => ({ type: "message", role: m.role, content: m.content }));
-  return Buffer.from(JSON.stringify({ ...body, input: [...messages, ...(input as unknown[])] }));
+  const input = (
+    typeof body.input === "string" ? [{ role: "user", content: body.input }] : body.input
+  ) as unknown[];
+  const items = turns.map((turn) =>
+    turn.map((m) => ({ type: "message", role: m.role, content: m.content })),
+  );
+  const sizes = items.map((turn) =>
+    turn.reduce((sum, item) => sum + Buffer.byteLength(JSON.stringify(item)) + 1, 0),
+  );
+  const base = Buffer.byteLength(JSON.stringify({ ...body, input }));
+  const whole = sizes.reduce((sum, size) => sum + size, base);
+  let kept = items.length;
+  if (limits.olderUnread || whole > limits.limitBytes) {
+    if (!limits.canDrop) return { kind: "too-large", bytes: whole };
+    // The newest turns that fit, walking back from the last.
+    let size = base;
+    kept = 0;
+    while (kept < items.length && size + sizes[items.length - 1 - kept]! <= limits.limitBytes) {
+      size += sizes[items.length - 1 - kept]!;
+      kept += 1;
+    }
+  }
+  const history = items.slice(items.length - kept).flat();
+  return {
+    kind: "fits",
+    body: Buffer.from(JSON.stringify({ ...body, input: [...history, ...input] })),
+    droppedTurns: items.length - kept,
+  };
 }

@@ -22,13 +22,15 @@ export interface InferenceDeps extends StoredDeps {
   metrics: GatewayMetrics;
   /** A stream bills from its terminal event, not in the metering hook. */
   metering: MeteringParts;
+  /** The most bytes forwarded to a runtime, a continued conversation included. */
+  bodyLimit: number;
 }
 
 export function inferenceHandler(deps: InferenceDeps) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
     const model = request.model;
     if (!model) throw new Error(`route ${request.routeOptions.url} has no admitted model`);
-    const { body, continues } = await forwardBodyOf(deps, request, model.task);
+    const { body, continues } = await forwardBodyOf(deps, request, model);
     // A continued conversation goes back to the runtime that answered its
     // previous turn, whose prefix cache holds it (docs/prefix-cache.md).
     const preferredEndpoint = continues?.servedBy ?? undefined;

@@ -14,10 +14,11 @@ import { errorText } from "../../lib/error-text.js";
 import { logFieldsOf } from "../../lib/http/log-fields.js";
 import { repeatedQueryParam } from "../../lib/http/repeated-query.js";
 import { GatewayErrors } from "../errors.js";
+import type { RoutableModel } from "../registry/registry.js";
 import type { ResponseStore } from "../store/response-store.js";
 import type { StoredResponseRow } from "../store/stored-responses.js";
 import { isStoreUnreachable } from "../store/store-unreachable.js";
-import { continuedBody, historyOf } from "./conversation.js";
+import { continuedBody, READ_BACK_FACTOR, turnsOf } from "./conversation.js";
 import { ownerOf } from "./stored-owner.js";
 
 /**
@@ -105,6 +106,7 @@ interface AdmittedBody {
   input_messages?: ChatMessage[];
   store?: boolean;
   previous_response_id?: string | null;
+  truncation?: "auto" | "disabled";
 }
 
 /** What to forward, and the stored turn it continues (null for a new conversation). */
@@ -119,21 +121,33 @@ export interface Forwarded {
 
 /**
  * The bytes to forward: the caller's own, or, with `previous_response_id`,
- * the stored conversation before its input. An id that is not the caller's
- * live stored response is a 404 naming `previous_response_id`.
+ * the stored conversation before its input, within `bodyLimit` bytes
+ * (conversation.ts). An id that is not the caller's live stored response is
+ * a 404 naming `previous_response_id`.
  */
 export async function forwardBodyOf(
-  deps: StoredDeps,
+  deps: StoredDeps & { bodyLimit: number },
   request: FastifyRequest,
-  task: string,
+  model: Pick<RoutableModel, "id" | "task" | "overflow">,
 ): Promise<Forwarded> {
   const raw = request.rawBody ?? Buffer.from(JSON.stringify(request.body));
-  const previous = (request.body as AdmittedBody).previous_response_id;
+  const body = request.body as AdmittedBody;
+  const previous = body.previous_response_id;
   if (typeof previous !== "string") return { body: raw, continues: null };
-  const turns = await deps.responses?.conversation(previous, ownerOfRequest(request));
-  if (!turns) throw GatewayErrors.responseNotFound(previous, "previous_response_id");
-  if (task !== "text-generation") throw GatewayErrors.conversationUnsupported(request.model!.id);
-  return { body: continuedBody(raw, historyOf(turns)), continues: turns.at(-1) ?? null };
+  const conversation = await deps.responses?.conversation(
+    previous,
+    ownerOfRequest(request),
+    READ_BACK_FACTOR * deps.bodyLimit,
+  );
+  if (!conversation) throw GatewayErrors.responseNotFound(previous, "previous_response_id");
+  if (model.task !== "text-generation") throw GatewayErrors.conversationUnsupported(model.id);
+  const continued = continuedBody(raw, turnsOf(conversation.turns), {
+    limitBytes: deps.bodyLimit,
+    canDrop: model.overflow === "truncate" && body.truncation !== "disabled",
+    olderUnread: conversation.olderUnread,
+  });
+  if (continued.kind === "too-large") throw GatewayErrors.conversationTooLarge(deps.bodyLimit);
+  return { body: continued.body, continues: conversation.turns.at(-1) ?? null };
 }
 
 /**

@@ -6,6 +6,7 @@ import {
   loadConversation,
   loadStoredResponse,
   sweepStoredResponses,
+  type StoredConversation,
   type StoredResponseRow,
 } from "./stored-responses.js";
 import { isStoreUnreachable, StoreUnreachableError } from "./store-unreachable.js";
@@ -151,9 +152,16 @@ export class ResponseStore {
     return this.read((db) => deleteStoredResponse(db, id, owner, this.nowDate()));
   }
 
-  /** The turns up to and including `id`, oldest first; null when `id` is not the owner's. */
-  async conversation(id: string, owner: string): Promise<StoredResponseRow[] | null> {
-    return this.read((db) => loadConversation(db, id, owner, this.nowDate()));
+  /**
+   * The newest turns up to and including `id`, oldest first, as many as hold
+   * `maxBytes` of stored text; null when `id` is not the owner's.
+   */
+  async conversation(
+    id: string,
+    owner: string,
+    maxBytes: number,
+  ): Promise<StoredConversation | null> {
+    return this.read((db) => loadConversation(db, id, owner, this.nowDate(), maxBytes));
   }
 
   /**

@@ -105,31 +105,57 @@ export async function deleteStoredResponse(
   return Number(result.numDeletedRows) > 0;
 }
 
+/** A conversation as read back: its newest turns, oldest first. */
+export interface StoredConversation {
+  turns: StoredResponseRow[];
+  /**
+   * Older live turns exist that were not read: the chain is longer than
+   * `MAX_CONVERSATION_TURNS` or than the bytes asked for.
+   */
+  olderUnread: boolean;
+}
+
 /**
- * The conversation that ends with `id`, oldest turn first, in one recursive
- * query that follows `previous_response_id` within the owner's live rows;
- * null when `id` itself is not one of them. A turn that was deleted or has
- * expired ends the chain there: the conversation starts after it.
+ * The conversation that ends with `id`, in one recursive query that follows
+ * `previous_response_id` within the owner's live rows, newest first, until
+ * the turns read hold `maxBytes` of stored text (the turn that reaches it
+ * included) or number `MAX_CONVERSATION_TURNS`: a chain can grow without
+ * bound, and what is read is held in memory. Null when `id` itself is not
+ * one of the owner's live rows. A turn that was deleted or has expired ends
+ * the chain there: the conversation starts after it.
  */
 export async function loadConversation(
   db: Kysely<Database>,
   id: string,
   owner: string,
   now: Date,
-): Promise<StoredResponseRow[] | null> {
+  maxBytes: number,
+): Promise<StoredConversation | null> {
   if (!isResponseId(id)) return null;
-  const { rows } = await sql<Selected & { depth: number }>`
+  const { rows } = await sql<Selected & { depth: number; read_bytes: number }>`
     WITH RECURSIVE chain AS (
-      SELECT r.*, 1 AS depth FROM stored_responses r
+      SELECT r.*, 1 AS depth, octet_length(r.input_items) + octet_length(r.response) AS read_bytes
+        FROM stored_responses r
         WHERE r.id = ${id} AND r.owner = ${owner} AND r.expires_at > ${now}
       UNION ALL
-      SELECT r.*, chain.depth + 1 FROM stored_responses r
+      SELECT r.*, chain.depth + 1,
+          chain.read_bytes + octet_length(r.input_items) + octet_length(r.response)
+        FROM stored_responses r
         JOIN chain ON r.id = chain.previous_response_id
-        WHERE r.owner = ${owner} AND r.expires_at > ${now} AND chain.depth < ${MAX_CONVERSATION_TURNS}
+        WHERE r.owner = ${owner} AND r.expires_at > ${now}
+          AND chain.depth < ${MAX_CONVERSATION_TURNS} AND chain.read_bytes < ${maxBytes}
     )
     SELECT * FROM chain ORDER BY depth DESC
   `.execute(db);
-  return rows.length === 0 ? null : rows.map(toRow);
+  const oldest = rows[0];
+  if (!oldest) return null;
+  const bounded = oldest.depth >= MAX_CONVERSATION_TURNS || oldest.read_bytes >= maxBytes;
+  // Stopped at a bound: whether the turn before is there, or the chain ended anyway.
+  const olderUnread =
+    bounded &&
+    oldest.previous_response_id !== null &&
+    (await loadStoredResponse(db, oldest.previous_response_id, owner, now)) !== null;
+  return { turns: rows.map(toRow), olderUnread };
 }
 
 /** Deletes every expired row; returns how many. */

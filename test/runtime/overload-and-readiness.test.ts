@@ -1,5 +1,6 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
+import { RUNTIME_BODY_LIMIT_BYTES } from "../../api/runtime-wire.js";
 import { buildRuntime } from "../../runtime/app.js";
 import { createRuntimeMetrics } from "../../runtime/metrics.js";
 import { fixtureFolder, startRuntime } from "./support/runtime-server.js";
@@ -117,7 +118,7 @@ describe("bad requests over HTTP", () => {
     try {
       const response = await runtime.post({
         model: "tiny-gpt",
-        input: "x".repeat(2 * 1024 * 1024),
+        input: "x".repeat(RUNTIME_BODY_LIMIT_BYTES + 1),
       });
       expect(response.status).toBe(413);
       expect(await response.json()).toMatchObject({

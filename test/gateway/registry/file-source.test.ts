@@ -85,6 +85,7 @@ describe("the registry's file source", () => {
       routes: new Set(["api-key" as const]),
       timeoutMs: 1,
       maxTokens: undefined,
+      overflow: "truncate" as const,
       serviceSlug: "s",
       prices: FREE,
       endpoints: [],

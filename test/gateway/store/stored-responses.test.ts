@@ -7,6 +7,8 @@ import { onCleanup } from "../outbox/support.js";
 import { useStoreEngines } from "./engines.js";
 
 const engines = useStoreEngines();
+/** A byte bound no conversation here reaches. */
+const ALL = 1 << 30;
 
 /** A response id of the gateway's own form (resp_ and 48 hex digits), named for the test. */
 const rid = (name: string) =>
@@ -107,16 +109,37 @@ describe.each(engines)("stored responses on $name", (engine) => {
     await responses.save(turn(rid("3"), rid("2")));
     // Another owner's row that claims to continue resp_3 is not part of its chain.
     await responses.save(turn(rid("x"), rid("3"), "pay:k1"));
-    const chain = await responses.conversation(rid("3"), "key:acme/");
-    expect(chain?.map((r) => r.id)).toEqual([rid("1"), rid("2"), rid("3")]);
-    expect(await responses.conversation(rid("x"), "key:acme/")).toBeNull();
-    expect((await responses.conversation(rid("x"), "pay:k1"))?.map((r) => r.id)).toEqual([
-      rid("x"),
-    ]);
+    const ids = async (id: string, owner = "key:acme/") =>
+      (await responses.conversation(id, owner, ALL))?.turns.map((r) => r.id);
+    expect(await ids(rid("3"))).toEqual([rid("1"), rid("2"), rid("3")]);
+    expect(await responses.conversation(rid("x"), "key:acme/", ALL)).toBeNull();
+    expect(await ids(rid("x"), "pay:k1")).toEqual([rid("x")]);
     await responses.delete(rid("2"), "key:acme/");
-    expect((await responses.conversation(rid("3"), "key:acme/"))?.map((r) => r.id)).toEqual([
-      rid("3"),
-    ]);
+    expect(await ids(rid("3"))).toEqual([rid("3")]);
+  });
+
+  it("reads back the newest turns up to the bytes asked for, and says when older ones are left", async () => {
+    const { responses } = await responseStore(engine);
+    const names = ["1", "2", "3", "4", "5"];
+    for (const [i, name] of names.entries()) {
+      await responses.save(turn(rid(name), i === 0 ? null : rid(names[i - 1]!)));
+    }
+    // Every turn stores the same number of bytes (ids are of one length).
+    const one = turn(rid("1"), null);
+    const size = Buffer.byteLength(one.inputItems) + Buffer.byteLength(one.response);
+    const read = async (maxBytes: number) => {
+      const conversation = await responses.conversation(rid("5"), "key:acme/", maxBytes);
+      return [conversation?.turns.map((r) => r.id), conversation?.olderUnread];
+    };
+    // Up to and including the turn that reaches the bound.
+    expect(await read(Math.floor(2.5 * size))).toEqual([[rid("3"), rid("4"), rid("5")], true]);
+    expect(await read(size)).toEqual([[rid("5")], true]);
+    // The bound reached on the first turn: nothing older is left unread.
+    expect(await read(5 * size)).toEqual([names.map(rid), false]);
+    expect(await read(ALL)).toEqual([names.map(rid), false]);
+    // The turn before the bound is gone: the chain ended there anyway.
+    await responses.delete(rid("2"), "key:acme/");
+    expect(await read(Math.floor(2.5 * size))).toEqual([[rid("3"), rid("4"), rid("5")], false]);
   });
 
   it("hides an expired row at once and the sweeper deletes it", async () => {

@@ -59,6 +59,7 @@ function model(endpoints: string[], timeoutMs = 5_000): RoutableModel {
     routes: new Set(["api-key"]),
     timeoutMs,
     maxTokens: undefined,
+    overflow: "truncate",
     serviceSlug: "m",
     prices: FREE,
     endpoints,
