@@ -1,3 +1,4 @@
+import http from "node:http";
 import type {
   FastifyInstance,
   FastifyReply,
@@ -108,21 +109,19 @@ export function registerRoutes(
 }
 
 /**
- * Methods Fastify routes that a path may be asked for; HEAD follows GET.
- * Every one of Fastify's own: one left out (TRACE, which fuzzers send to
- * every path) fell through to the 404 of no route.
+ * Makes the router know every method Node's HTTP parser takes (WebDAV's
+ * PROPFIND and the like, beyond Fastify's own), so that a path that exists
+ * answers any of them with its 405 and `Allow` rather than the 404 of no
+ * route. CONNECT never reaches a route: Node answers it on its own event.
  */
-const METHODS: readonly HTTPMethods[] = [
-  "GET",
-  "HEAD",
-  "POST",
-  "PUT",
-  "PATCH",
-  "DELETE",
-  "OPTIONS",
-  "QUERY",
-  "TRACE",
-];
+function routeEveryMethod(app: FastifyInstance): void {
+  for (const method of METHODS) {
+    if (!app.supportedMethods.includes(method)) app.addHttpMethod(method);
+  }
+}
+
+/** What a path may be asked for: HEAD follows GET. */
+const METHODS = http.METHODS.filter((method) => method !== "CONNECT") as HTTPMethods[];
 
 /**
  * A path the server serves, asked with a method it does not serve, is a 405
@@ -133,6 +132,7 @@ export function answerOtherMethods(
   scope: FastifyInstance,
   served: ReadonlyMap<string, readonly HTTPMethods[]>,
 ): void {
+  routeEveryMethod(scope);
   for (const [path, methods] of served) {
     const allowed = methods.includes("GET") ? [...new Set([...methods, "HEAD" as const])] : methods;
     const others = METHODS.filter((method) => !allowed.includes(method));
