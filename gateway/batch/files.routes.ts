@@ -315,6 +315,7 @@ async function upload(
   const createdAt = new Date(now());
   let purpose: FilePurpose | undefined;
   const expiresAfter: ExpiresAfterFields = {};
+  const seen = new Set<string>();
   let writer: FileWriter | undefined;
   const counter = new RequestLineCounter();
   let refusal: CodedError | undefined;
@@ -332,6 +333,15 @@ async function upload(
             part.fieldname,
           );
         }
+        // Each field is one value (the FileUpload schema): a second one is
+        // refused rather than silently winning over the first.
+        if (seen.has(part.fieldname)) {
+          throw HttpErrors.invalidRequest(
+            `Field '${part.fieldname}' was sent more than once: an upload takes one value of each.`,
+            part.fieldname,
+          );
+        }
+        seen.add(part.fieldname);
         if (part.fieldname === "expires_after[anchor]") expiresAfter.anchor = String(part.value);
         if (part.fieldname === "expires_after[seconds]") expiresAfter.seconds = String(part.value);
         if (part.fieldname !== "purpose") continue;

@@ -363,6 +363,27 @@ describe("the Files API with the openai client", () => {
     expect(after.data.map((f) => f.id)).toEqual(before.data.map((f) => f.id));
   });
 
+  it.each([
+    ["purpose", "batch", "user_data"],
+    ["expires_after[seconds]", "3600", "7200"],
+    ["expires_after[anchor]", "created_at", "created_at"],
+  ])("refuses %s sent twice, naming it, and keeps nothing", async (field, first, second) => {
+    const headers = { "x-api-key": p.keys.acme.key };
+    const before = await client(p.keys.acme.key).files.list();
+    const body = new FormData();
+    if (field !== "purpose") body.append("purpose", "batch");
+    body.append(field, first);
+    body.append(field, second);
+    body.append("file", new Blob([jsonl(1)]), "in.jsonl");
+    const res = await fetch(`${p.url}/v1/files`, { method: "POST", headers, body });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({
+      error: { type: "invalid_request_error", param: field },
+    });
+    const after = await client(p.keys.acme.key).files.list();
+    expect(after.data.map((f) => f.id)).toEqual(before.data.map((f) => f.id));
+  });
+
   it("sets expires_at from expires_after, keeps user_data until deleted, and names a bad field", async () => {
     const openai = client(p.keys.acme.key);
     const hour = await openai.files.create({
