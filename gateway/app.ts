@@ -8,12 +8,8 @@ import { acceptJsonBodiesOnly } from "../lib/http/json-body.js";
 import "../lib/http/reason-phrases.js";
 import type { KeyStore } from "./auth/key-store.js";
 import { batchHandlers } from "./batch/batches.routes.js";
-import {
-  FILE_LIMITS,
-  fileHandlers,
-  type FileLimits,
-  type StoreHandle,
-} from "./batch/files.routes.js";
+import { FILE_LIMITS, fileHandlers, type FileLimits } from "./batch/files.routes.js";
+import { storeCalls, type StoreCalls } from "./batch/store-calls.js";
 import { GatewayErrors } from "./errors.js";
 import type { Meter } from "./metering/meter.js";
 import type { GatewayMetrics } from "./metrics.js";
@@ -80,7 +76,7 @@ export interface GatewayDeps {
   uploadTimeoutSeconds?: number;
   version?: string;
   /** The system of record for files and batches; without it their routes answer 503. */
-  store?: StoreHandle;
+  store?: StoreCalls;
   /** Upload limits: 200 MB and 50,000 lines unless set (tests only). */
   fileLimits?: FileLimits;
   /** A batch's completion window; 24 hours unless set (`--batch-completion-window`). */
@@ -225,7 +221,8 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
           parts: 16,
         },
       });
-      const store = deps.store ?? (() => Promise.reject(new Error("no store configured")));
+      const store =
+        deps.store ?? storeCalls({ db: () => Promise.reject(new Error("no store configured")) });
       registerManagementRoutes(
         management,
         {

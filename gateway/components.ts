@@ -6,6 +6,7 @@ import { KeyStore } from "./auth/key-store.js";
 import { parseKeysFile } from "./auth/keys-file.js";
 import type { GatewayDeps, PaymentDeps } from "./app.js";
 import { BatchWorker } from "./batch/batch-worker.js";
+import { storeCalls } from "./batch/store-calls.js";
 import { readSecretFile, readSigningSecrets, type GatewayConfig } from "./config.js";
 import { createHttpSinkSender, isRetryableSinkError } from "./metering/http-sink.js";
 import { Meter } from "./metering/meter.js";
@@ -37,6 +38,7 @@ import {
   ledgerThenEach,
   type RecordedEntry,
 } from "./store/ledger-sink.js";
+import type { StoreState } from "./store/answer-within.js";
 import { ResponseStore, sweepIntervalMs } from "./store/response-store.js";
 import { StoreOpener } from "./store/store-opener.js";
 import { Upstream } from "./upstream/forward.js";
@@ -236,20 +238,24 @@ export async function createGatewayComponents(
     );
   }
 
-  // Stored responses share the store; each replica sweeps the expired ones.
-  const responses = new ResponseStore({
-    db: () => store.db(),
-    retentionSeconds: config.responseRetentionSeconds,
-    now: Date.now,
-    // While the database is down the gateway serves without storing, and
-    // checks in the background whether it is back (opening it if it never
-    // opened).
+  // While the database is down the gateway serves without it: stored
+  // responses, Files and Batches refuse at once rather than wait, and the
+  // store checks in the background whether it is back (opening it if it
+  // never opened).
+  const storeState: StoreState = {
     down: () => {
       if (!store.down) return false;
       store.recheck();
       return true;
     },
     unreachable: (error) => store.markUnreachable(error),
+  };
+  // Stored responses share the store; each replica sweeps the expired ones.
+  const responses = new ResponseStore({
+    db: () => store.db(),
+    retentionSeconds: config.responseRetentionSeconds,
+    now: Date.now,
+    ...storeState,
   });
   responses.startSweeping(sweepIntervalMs(config.responseRetentionSeconds), (error) =>
     logger.warn({ err: errorText(error) }, "stored responses not swept; retried later"),
@@ -277,7 +283,7 @@ export async function createGatewayComponents(
     bodyLimit: config.bodyLimitBytes,
     requestTimeoutSeconds: config.requestTimeout,
     uploadTimeoutSeconds: config.uploadTimeout,
-    store: () => store.db(),
+    store: storeCalls({ db: () => store.db(), ...storeState }),
     batchWindowSeconds: config.batchCompletionWindow,
   };
   // Batch work runs in every replica (docs/batch.md): leases in the store share it out.

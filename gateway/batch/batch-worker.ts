@@ -27,7 +27,6 @@ import {
   sweepFileTombstones,
   writeGeneratedFile,
 } from "./file-store.js";
-import type { StoreHandle } from "./files.routes.js";
 
 /**
  * A batch worker, one in each gateway replica. Every step is a claim in the
@@ -52,7 +51,8 @@ import type { StoreHandle } from "./files.routes.js";
  * gateway, and the first worker up resumes it.
  */
 export interface BatchWorkerOptions {
-  store: StoreHandle;
+  /** The migrated store's handle; rejects while it cannot be opened. */
+  store: () => Promise<Kysely<Database>>;
   registry: ModelRegistry;
   upstream: Upstream;
   logger: Logger;

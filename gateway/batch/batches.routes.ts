@@ -14,10 +14,9 @@ import {
   FILES_ROUTE_CONFIG,
   managementErrors,
   ownerOf,
-  storeOf,
-  type StoreHandle,
 } from "./files.routes.js";
 import { parseOr400, parseQueryOr400 } from "./parse.js";
+import type { StoreCalls } from "./store-calls.js";
 
 /**
  * The Batch routes (`/v1/batches`): API-key only. Creating a batch records
@@ -118,23 +117,21 @@ export interface BatchRouteOptions {
 }
 
 export function batchHandlers(
-  store: StoreHandle,
+  store: StoreCalls,
   now: () => number,
   options: BatchRouteOptions,
 ): Record<string, RouteHandlerMethod> {
   const batchOf = async (request: FastifyRequest) => {
     const { batch_id } = idParams.parse(request.params);
-    const db = await storeOf(store);
-    const batch = await findBatch(db, ownerOf(request), batch_id);
+    const batch = await store.read((db) => findBatch(db, ownerOf(request), batch_id));
     if (!batch) throw BatchErrors.batchNotFound(batch_id);
-    return { db, batch };
+    return batch;
   };
   return {
     createBatch: async (request) => {
       const body = parseOr400(createBatchRequestSchema, request.body);
       const owner = ownerOf(request);
-      const db = await storeOf(store);
-      const file = await findFile(db, owner, body.input_file_id);
+      const file = await store.read((db) => findFile(db, owner, body.input_file_id));
       if (!file) throw BatchErrors.fileNotFound(body.input_file_id, "input_file_id");
       if (file.purpose !== "batch") {
         throw HttpErrors.invalidRequest(
@@ -144,36 +141,43 @@ export function batchHandlers(
       }
       const createdAt = new Date(now());
       const caller = request.caller;
-      const row = await createBatch(db, {
-        owner,
-        keyId: caller?.kind === "api-key" ? caller.keyId : "",
-        inputFileId: file.id,
-        endpoint: body.endpoint,
-        completionWindow: body.completion_window,
-        metadata: body.metadata ?? null,
-        createdAt,
-        expiresAt: new Date(createdAt.getTime() + options.windowSeconds * 1000),
-        outputExpiresAfterSeconds: body.output_expires_after?.seconds ?? null,
+      // Waited for: a batch given up on could still be created, and the
+      // client's retry would run (and bill) it twice.
+      return store.write(async (db) => {
+        const row = await createBatch(db, {
+          owner,
+          keyId: caller?.kind === "api-key" ? caller.keyId : "",
+          inputFileId: file.id,
+          endpoint: body.endpoint,
+          completionWindow: body.completion_window,
+          metadata: body.metadata ?? null,
+          createdAt,
+          expiresAt: new Date(createdAt.getTime() + options.windowSeconds * 1000),
+          outputExpiresAfterSeconds: body.output_expires_after?.seconds ?? null,
+        });
+        return batchObject(db, row);
       });
-      return batchObject(db, row);
     },
     listBatches: async (request) => {
       const query = parseQueryOr400(batchListQuerySchema, request.query);
-      const page = await listBatches(await storeOf(store), ownerOf(request), query);
+      const page = await store.read((db) => listBatches(db, ownerOf(request), query));
       // A cursor that names no batch of the caller's, as a missing batch: 404.
       if (!page) throw BatchErrors.batchNotFound(query.after!, "after");
       return page;
     },
     retrieveBatch: async (request) => {
-      const { db, batch } = await batchOf(request);
-      return batchObject(db, batch);
+      const batch = await batchOf(request);
+      return store.read((db) => batchObject(db, batch));
     },
     cancelBatch: async (request) => {
-      const { db, batch } = await batchOf(request);
-      const result = await requestCancel(db, ownerOf(request), batch.id, new Date(now()));
+      const batch = await batchOf(request);
+      const result = await store.write((db) =>
+        requestCancel(db, ownerOf(request), batch.id, new Date(now())),
+      );
       if (!result) throw BatchErrors.batchNotFound(batch.id);
       if ("notCancellable" in result) throw BatchErrors.batchNotCancellable(result.notCancellable);
-      return batchObject(db, result.row);
+      // A 503 here after the cancel landed is safe: the retry finds it `cancelling`.
+      return store.read((db) => batchObject(db, result.row));
     },
   };
 }

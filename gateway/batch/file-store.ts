@@ -80,12 +80,14 @@ export class FileWriter {
     this.bytes += data.length;
   }
 
-  async finish(lines: number): Promise<void> {
-    await this.db
+  /** The finished file's row: read back in the same statement, so no second read can fail after it. */
+  async finish(lines: number): Promise<Selectable<FilesTable>> {
+    return this.db
       .updateTable("files")
       .set({ state: "processed", bytes: this.bytes, lines })
       .where("id", "=", this.id)
-      .execute();
+      .returningAll()
+      .executeTakeFirstOrThrow();
   }
 
   async discard(): Promise<void> {
@@ -101,7 +103,7 @@ export class ChunkBuffer {
   private parts: Buffer[] = [];
   private size = 0;
 
-  constructor(private readonly writer: FileWriter) {}
+  constructor(private readonly writer: Pick<FileWriter, "write">) {}
 
   async push(data: Buffer): Promise<void> {
     this.parts.push(data);

@@ -29,7 +29,7 @@ import {
   type RouteSpec,
 } from "../routes/route-spec.js";
 import type { Database } from "../store/database.js";
-import { GatewayErrors } from "../errors.js";
+import { isStoreUnreachable } from "../store/store-unreachable.js";
 import { BatchErrors } from "./batch-errors.js";
 import {
   ChunkBuffer,
@@ -43,6 +43,7 @@ import {
 import type { Owner } from "./owner.js";
 import { uploadExpiry, type ExpiresAfterFields } from "./file-expiry.js";
 import { parseQueryOr400 } from "./parse.js";
+import type { StoreCalls } from "./store-calls.js";
 
 /**
  * The Files routes (`/v1/files`): API-key only, owned by the caller's account
@@ -180,17 +181,6 @@ export const FILE_ROUTES: readonly RouteSpec[] = [
   },
 ];
 
-/** The store as the Files and Batch routes reach it; rejects while it cannot be opened. */
-export type StoreHandle = () => Promise<Kysely<Database>>;
-
-export async function storeOf(store: StoreHandle): Promise<Kysely<Database>> {
-  try {
-    return await store();
-  } catch (error) {
-    throw Object.assign(GatewayErrors.storeUnavailable(), { cause: error });
-  }
-}
-
 export function ownerOf(request: FastifyRequest): Owner {
   const caller = request.caller;
   if (caller?.kind !== "api-key") throw new Error("a Files or Batch route without an API key");
@@ -299,7 +289,7 @@ const UPLOAD_FIELDS: ReadonlySet<string> = new Set(
 );
 
 async function upload(
-  store: StoreHandle,
+  store: StoreCalls,
   now: () => number,
   limits: FileLimits,
   request: FastifyRequest,
@@ -311,7 +301,8 @@ async function upload(
     );
   }
   const owner = ownerOf(request);
-  const db = await storeOf(store);
+  // Refused at once while the store is known down, before any of the body is read.
+  const db = await store.read((db) => Promise.resolve(db));
   const createdAt = new Date(now());
   let purpose: FilePurpose | undefined;
   const expiresAfter: ExpiresAfterFields = {};
@@ -358,14 +349,19 @@ async function upload(
       if (part.fieldname !== "file" || writer) {
         throw HttpErrors.invalidRequest("Send exactly one file, in the field 'file'.", "file");
       }
-      writer = await FileWriter.open(db, {
+      // Until `finish` the file is `uploading`: no caller sees it, and it is
+      // discarded below or swept, so its rows are written under the read
+      // deadline. A late write to a file already discarded lands nowhere.
+      const file = {
         owner,
         purpose: purpose ?? "user_data",
         filename: (part.filename || "file").slice(0, FILENAME_MAX),
         createdAt,
         expiresAt: null,
-      });
-      const buffer = new ChunkBuffer(writer);
+      };
+      writer = await store.read(() => FileWriter.open(db, file));
+      const opened = writer;
+      const buffer = new ChunkBuffer({ write: (data) => store.read(() => opened.write(data)) });
       let bytes = 0;
       for await (const data of formRead(part.file as AsyncIterable<Buffer>)) {
         // Once refused, the rest is read and dropped: a client still sending
@@ -389,14 +385,20 @@ async function upload(
     }
     // The purpose and the expiry may come after the file: set once the form is read.
     const expiresAt = uploadExpiry(purpose, expiresAfter, createdAt);
-    await db
-      .updateTable("files")
-      .set({ purpose, expires_at: expiresAt })
-      .where("id", "=", writer.id)
-      .execute();
-    await writer.finish(lines);
+    const complete = writer;
+    // `finish` makes the file visible: given up on, it could land after the
+    // 503 and the client's retry make a second file. Waited for.
+    const row = await store.write(async () => {
+      await db
+        .updateTable("files")
+        .set({ purpose, expires_at: expiresAt })
+        .where("id", "=", complete.id)
+        .execute();
+      return complete.finish(lines);
+    });
+    return fileObjectOf(row);
   } catch (error) {
-    await writer
+    const discarded = writer
       ?.discard()
       .catch((discardError: unknown) =>
         request.log.error(
@@ -404,47 +406,78 @@ async function upload(
           "could not delete a refused upload",
         ),
       );
+    // A store that does not answer would hold the 503 for the pool's
+    // timeout: the discard goes on without the answer, and what it cannot
+    // delete stays `uploading`, swept after an hour.
+    if (!isStoreUnreachable(error)) await discarded;
     await dropRestOfBody(request);
     throw error;
   }
-  const row = await findFile(db, owner, writer.id);
-  return fileObjectOf(row!);
 }
 
 export function fileHandlers(
-  store: StoreHandle,
+  store: StoreCalls,
   now: () => number,
   limits: FileLimits = FILE_LIMITS,
 ): Record<string, RouteHandlerMethod> {
   const fileOf = async (request: FastifyRequest) => {
     const { file_id } = idParams.parse(request.params);
-    const db = await storeOf(store);
-    const file = await findFile(db, ownerOf(request), file_id);
+    const file = await store.read((db) => findFile(db, ownerOf(request), file_id));
     if (!file) throw BatchErrors.fileNotFound(file_id, "file_id");
-    return { db, file };
+    return file;
   };
   return {
     createFile: (request) => upload(store, now, limits, request),
     listFiles: async (request) => {
       const query = parseQueryOr400(fileListQuerySchema, request.query);
-      const page = await listFiles(await storeOf(store), ownerOf(request), query);
+      const page = await store.read((db) => listFiles(db, ownerOf(request), query));
       // A cursor that names no file of the caller's, as a missing file: 404.
       if (!page) throw BatchErrors.fileNotFound(query.after!, "after");
       return page;
     },
-    retrieveFile: async (request) => fileObjectOf((await fileOf(request)).file),
+    retrieveFile: async (request) => fileObjectOf(await fileOf(request)),
     deleteFile: async (request) => {
-      const { db, file } = await fileOf(request);
-      if (!(await deleteFile(db, ownerOf(request), file.id))) {
+      const file = await fileOf(request);
+      // Waited for: a delete given up on could land after the 503, and the
+      // client's retry would be a 404 for a file it did delete.
+      if (!(await store.write((db) => deleteFile(db, ownerOf(request), file.id)))) {
         throw BatchErrors.fileNotFound(file.id, "file_id");
       }
       return { id: file.id, object: "file", deleted: true };
     },
     retrieveFileContent: async (request, reply: FastifyReply) => {
-      const { db, file } = await fileOf(request);
+      const file = await fileOf(request);
+      const content = await readAhead(store, (db) => fileContent(db, file.id));
       reply.type("application/octet-stream");
       reply.header("content-length", String(Number(file.bytes)));
-      return reply.send(Readable.from(fileContent(db, file.id)));
+      return reply.send(Readable.from(content));
     },
   };
+}
+
+/**
+ * A stream of the store's chunks, each pulled as a read (refused while the
+ * store is known down, given up after the read deadline), the first one
+ * before it is returned: a store that does not answer before the headers
+ * go out is a 503 like any read. After that the status is sent; a store that
+ * stops answering mid-stream ends the response short of its Content-Length
+ * (the client sees a truncated body and retries) within the deadline rather
+ * than the pool's query timeout.
+ */
+async function readAhead<T>(
+  store: StoreCalls,
+  open: (db: Kysely<Database>) => AsyncGenerator<T, void, undefined>,
+): Promise<AsyncGenerator<T, void, undefined>> {
+  const source = await store.read((db) => Promise.resolve(open(db)));
+  const first = await store.read(() => source.next());
+  return (async function* () {
+    try {
+      for (let next = first; !next.done; next = await store.read(() => source.next())) {
+        yield next.value;
+      }
+    } finally {
+      // A client gone, or a chunk given up on: the source queries no further.
+      void source.return().catch(() => undefined);
+    }
+  })();
 }

@@ -1,4 +1,5 @@
 import type { Kysely } from "kysely";
+import { answerWithin, DEFAULT_READ_TIMEOUT_MS } from "./answer-within.js";
 import type { Database } from "./database.js";
 import {
   deleteStoredResponse,
@@ -9,7 +10,6 @@ import {
   type StoredConversation,
   type StoredResponseRow,
 } from "./stored-responses.js";
-import { isStoreUnreachable, StoreUnreachableError } from "./store-unreachable.js";
 
 /**
  * Stored responses as the routes use them: the store's queries with the
@@ -44,7 +44,6 @@ export interface ResponseStoreOptions {
 }
 
 export const DEFAULT_SAVE_TIMEOUT_MS = 2000;
-export const DEFAULT_READ_TIMEOUT_MS = 5000;
 
 interface PendingSave {
   row: StoredResponseRow;
@@ -82,34 +81,24 @@ export class ResponseStore {
    * for nothing but the end of its turn.
    */
   async save(entry: NewStoredResponse): Promise<void> {
-    if (this.options.down?.()) throw new StoreUnreachableError("store down: response not stored");
     const now = this.options.now();
-    const write = new Promise<void>((resolve, reject) => {
-      const row = {
-        ...entry,
-        createdAt: new Date(now),
-        expiresAt: new Date(now + this.options.retentionSeconds * 1000),
-      };
-      if (this.pending.push({ row, resolve, reject }) === 1) setImmediate(() => this.flush());
-    });
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(
-        () => reject(new StoreUnreachableError("store did not answer: response not stored")),
-        this.options.saveTimeoutMs ?? DEFAULT_SAVE_TIMEOUT_MS,
-      );
-    });
-    write.catch(() => undefined);
-    try {
-      await Promise.race([write, timeout]);
-    } catch (error) {
-      // Not answering is down too: the next saves skip at once rather than
-      // each holding its answer for the timeout.
-      if (isStoreUnreachable(error)) this.options.unreachable?.(error);
-      throw error;
-    } finally {
-      clearTimeout(timer);
-    }
+    return answerWithin(
+      () =>
+        new Promise<void>((resolve, reject) => {
+          const row = {
+            ...entry,
+            createdAt: new Date(now),
+            expiresAt: new Date(now + this.options.retentionSeconds * 1000),
+          };
+          if (this.pending.push({ row, resolve, reject }) === 1) setImmediate(() => this.flush());
+        }),
+      {
+        down: this.options.down,
+        unreachable: this.options.unreachable,
+        timeoutMs: this.options.saveTimeoutMs ?? DEFAULT_SAVE_TIMEOUT_MS,
+        undone: "response not stored",
+      },
+    );
   }
 
   private flush(): void {
@@ -172,24 +161,12 @@ export class ResponseStore {
    * on it is one that cannot retry.
    */
   private async read<T>(query: (db: Kysely<Database>) => Promise<T>): Promise<T> {
-    if (this.options.down?.()) throw new StoreUnreachableError("store down: not read");
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(
-        () => reject(new StoreUnreachableError("store did not answer a read in time")),
-        this.options.readTimeoutMs ?? DEFAULT_READ_TIMEOUT_MS,
-      );
+    return answerWithin(() => this.options.db().then(query), {
+      down: this.options.down,
+      unreachable: this.options.unreachable,
+      timeoutMs: this.options.readTimeoutMs ?? DEFAULT_READ_TIMEOUT_MS,
+      undone: "not read",
     });
-    const answer = this.options.db().then(query);
-    answer.catch(() => undefined);
-    try {
-      return await Promise.race([answer, timeout]);
-    } catch (error) {
-      if (isStoreUnreachable(error)) this.options.unreachable?.(error);
-      throw error;
-    } finally {
-      clearTimeout(timer);
-    }
   }
 
   /** Deletes the expired rows now; returns how many. */

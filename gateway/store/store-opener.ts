@@ -104,7 +104,7 @@ export class StoreOpener {
     this.answering = false;
     this.logger.warn(
       { store: describeTarget(this.target), err: errorText(error) },
-      "store unreachable: stored responses are skipped until it answers",
+      "store unreachable: stored responses, files and batches are refused until it answers",
     );
     this.probeWhileDown();
   }

@@ -1,0 +1,118 @@
+import { toFile } from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startPostgresServer, type PostgresServer } from "../../support/postgres-server.js";
+import { startPlatform, type Platform } from "../support/platform.js";
+import { gptLine, jsonlOf, openaiClient } from "./support.js";
+
+/**
+ * The Files and Batch routes while PostgreSQL hangs (every process stopped,
+ * its port still accepting), as stored responses (store-hang.test.ts): a
+ * read is a 503 with Retry-After within the read deadline, then every call
+ * at once while the store is known down, instead of waiting out the pool's
+ * connect or query timeout (10 and 30 s). Once the server runs again the
+ * store is back without any traffic.
+ */
+let postgres: PostgresServer;
+let p: Platform;
+beforeAll(async () => {
+  postgres = await startPostgresServer();
+  p = await startPlatform({
+    withoutPayments: true,
+    // No worker: it would poll the frozen store too, and the batch stays put.
+    config: { databaseUrl: await postgres.createDatabase(), batchWorkers: 0 },
+  });
+});
+afterAll(async () => {
+  postgres?.thaw();
+  await p?.close();
+  await postgres?.stop();
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function timed(path: string, method = "GET", form?: FormData) {
+  const started = Date.now();
+  const res = await fetch(`${p.url}${path}`, {
+    method,
+    headers: { "x-api-key": p.keys.acme.key },
+    ...(form ? { body: form } : {}),
+  });
+  const body = res.headers.get("content-type")?.includes("json")
+    ? ((await res.json()) as { error?: { code?: string } })
+    : (await res.arrayBuffer(), {});
+  return {
+    status: res.status,
+    code: body.error?.code,
+    retryAfter: res.headers.get("retry-after"),
+    ms: Date.now() - started,
+  };
+}
+
+describe("Files and Batches while the database hangs", () => {
+  it("answer 503 within the read deadline, then at once, and come back without traffic", async () => {
+    const client = openaiClient(p.url, p.keys.acme.key);
+    const file = await client.files.create({
+      file: await toFile(jsonlOf([gptLine(1)]), "input.jsonl"),
+      purpose: "batch",
+    });
+    const batch = await client.batches.create({
+      input_file_id: file.id,
+      endpoint: "/v1/responses",
+      completion_window: "24h",
+    });
+    const fileRead = `/v1/files/${file.id}`;
+    const batchRead = `/v1/batches/${batch.id}`;
+    expect((await timed(fileRead)).status).toBe(200);
+    expect((await timed(batchRead)).status).toBe(200);
+
+    postgres.freeze();
+    try {
+      // All before the store is known down: each reaches its own deadline.
+      // The upload's rows are still `uploading` (no caller sees them), so it
+      // has the read's deadline too; what it left is never listed.
+      const form = new FormData();
+      form.append("purpose", "user_data");
+      form.append("file", new Blob(["left behind"]), "left.txt");
+      const first = await Promise.all([
+        timed(fileRead),
+        timed(batchRead),
+        timed("/v1/files", "POST", form),
+      ]);
+      for (const read of first) {
+        expect(read).toMatchObject({ status: 503, code: "store_unavailable", retryAfter: "1" });
+        // The read's deadline is 5 s; the pool alone held it 10 to 30 s.
+        expect(read.ms).toBeLessThan(8_000);
+      }
+      expect(p.components.store.down).toBe(true);
+      // Known down: every call that touches the store is refused at once,
+      // the writes before they start.
+      for (const [path, method] of [
+        [fileRead],
+        [batchRead],
+        ["/v1/files"],
+        [`${fileRead}/content`],
+        ["/v1/batches"],
+        [fileRead, "DELETE"],
+        [`${batchRead}/cancel`, "POST"],
+      ] as const) {
+        const again = await timed(path, method);
+        expect(again, `${method ?? "GET"} ${path}`).toMatchObject({
+          status: 503,
+          code: "store_unavailable",
+          retryAfter: "1",
+        });
+        expect(again.ms).toBeLessThan(1_000);
+      }
+    } finally {
+      postgres.thaw();
+    }
+    // No request comes: the store's own probe finds it back.
+    const deadline = Date.now() + 10_000;
+    while (p.components.store.down && Date.now() < deadline) await sleep(50);
+    expect(p.components.store.down).toBe(false);
+    expect((await timed(fileRead)).status).toBe(200);
+    expect((await timed(batchRead)).status).toBe(200);
+    expect((await timed(`${fileRead}/content`)).status).toBe(200);
+    expect((await client.files.list()).data.map((listed) => listed.id)).toEqual([file.id]);
+  }, 90_000);
+});
