@@ -2,6 +2,7 @@ import { toFile } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startPostgresServer, type PostgresServer } from "../../support/postgres-server.js";
 import { startPlatform, type Platform } from "../support/platform.js";
+import { timedAnswer } from "../support/timed-answer.js";
 import { gptLine, jsonlOf, openaiClient } from "./support.js";
 
 /**
@@ -30,22 +31,14 @@ afterAll(async () => {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function timed(path: string, method = "GET", form?: FormData) {
-  const started = Date.now();
-  const res = await fetch(`${p.url}${path}`, {
-    method,
-    headers: { "x-api-key": p.keys.acme.key },
-    ...(form ? { body: form } : {}),
-  });
-  const body = res.headers.get("content-type")?.includes("json")
-    ? ((await res.json()) as { error?: { code?: string } })
-    : (await res.arrayBuffer(), {});
-  return {
-    status: res.status,
-    code: body.error?.code,
-    retryAfter: res.headers.get("retry-after"),
-    ms: Date.now() - started,
-  };
+function timed(path: string, method = "GET", form?: FormData) {
+  return timedAnswer(() =>
+    fetch(`${p.url}${path}`, {
+      method,
+      headers: { "x-api-key": p.keys.acme.key },
+      ...(form ? { body: form } : {}),
+    }),
+  );
 }
 
 describe("Files and Batches while the database hangs", () => {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startPostgresServer, type PostgresServer } from "../../support/postgres-server.js";
 import { startPlatform, type Platform } from "../support/platform.js";
+import { timedAnswer } from "../support/timed-answer.js";
 
 /**
  * Reads of stored responses while PostgreSQL hangs (every process stopped,
@@ -24,37 +25,25 @@ afterAll(async () => {
 const ASK = { model: "tiny-gpt", input: "Hello there", max_output_tokens: 2, temperature: 0 };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function timed(request: () => Promise<Response>) {
-  const started = Date.now();
-  const res = await request();
-  const body = (await res.json()) as { error?: { code?: string } };
-  return {
-    status: res.status,
-    code: body.error?.code,
-    retryAfter: res.headers.get("retry-after"),
-    ms: Date.now() - started,
-  };
-}
-
 describe("stored responses while the database hangs", () => {
   it("answer 503 within the read deadline, then at once, and come back without traffic", async () => {
     const made = await p.api(ASK);
     const { id } = (await made.json()) as { id: string };
     const read = () =>
       fetch(`${p.url}/v1/responses/${id}`, { headers: { "x-api-key": p.keys.acme.key } });
-    expect((await timed(read)).status).toBe(200);
+    expect((await timedAnswer(read)).status).toBe(200);
 
     postgres.freeze();
     try {
-      const first = await timed(read);
+      const first = await timedAnswer(read);
       expect(first).toMatchObject({ status: 503, code: "store_unavailable", retryAfter: "1" });
       // The read's deadline is 5 s; the pool alone held it 10 to 30 s.
       expect(first.ms).toBeLessThan(8_000);
       // Known down: the next reads, and a continuation, do not wait at all.
-      const again = await timed(read);
+      const again = await timedAnswer(read);
       expect(again).toMatchObject({ status: 503, code: "store_unavailable" });
       expect(again.ms).toBeLessThan(1_000);
-      const continued = await timed(() => p.api({ ...ASK, previous_response_id: id }));
+      const continued = await timedAnswer(() => p.api({ ...ASK, previous_response_id: id }));
       expect(continued).toMatchObject({ status: 503, code: "store_unavailable" });
       expect(continued.ms).toBeLessThan(1_000);
       expect(p.components.store.down).toBe(true);
@@ -65,6 +54,6 @@ describe("stored responses while the database hangs", () => {
     const deadline = Date.now() + 10_000;
     while (p.components.store.down && Date.now() < deadline) await sleep(50);
     expect(p.components.store.down).toBe(false);
-    expect((await timed(read)).status).toBe(200);
+    expect((await timedAnswer(read)).status).toBe(200);
   }, 60_000);
 });
