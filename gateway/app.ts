@@ -1,6 +1,5 @@
 import multipart from "@fastify/multipart";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
-import type { Kysely } from "kysely";
 import { sendError } from "../api/error-envelope.js";
 import { isCodedError } from "../lib/coded-error.js";
 import { HttpErrors } from "../lib/http/http-errors.js";
@@ -36,7 +35,6 @@ import {
   registerRoutes,
   servedMethods,
 } from "./routes/route-table.js";
-import type { Database } from "./store/database.js";
 import type { ResponseStore } from "./store/response-store.js";
 import { isStoreUnreachable } from "./store/store-unreachable.js";
 import type { Upstream } from "./upstream/forward.js";
@@ -61,8 +59,6 @@ export interface GatewayDeps {
   /** Limits of callers without their own: every buying agent, keys without `rateLimit`. */
   rateLimits: RateLimits;
   meter: Meter;
-  /** The usage ledger, for the usage endpoints; rejects while the database cannot be reached. */
-  usageStore: () => Promise<Kysely<Database>>;
   pay: PaymentDeps | null;
   /** Stored responses (`store: true`, previous_response_id); null: nothing is stored. */
   responses?: ResponseStore | null;
@@ -75,7 +71,7 @@ export interface GatewayDeps {
   /** Seconds a file upload's body has to arrive; 408 after. */
   uploadTimeoutSeconds?: number;
   version?: string;
-  /** The system of record for files and batches; without it their routes answer 503. */
+  /** The system of record for files, batches and the usage ledger's reads; without it their routes answer 503. */
   store?: StoreCalls;
   /** Upload limits: 200 MB and 50,000 lines unless set (tests only). */
   fileLimits?: FileLimits;
@@ -203,9 +199,11 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
     };
     const hookParts: HookParts = { keys: deps.keys, limits, pay, metering };
     const hooksOf = (config: GatewayRouteConfig) => routeHooksOf(config, hookParts);
+    const store =
+      deps.store ?? storeCalls({ db: () => Promise.reject(new Error("no store configured")) });
     registerRoutes(
       scope,
-      { ...deps, metering, responses: deps.responses ?? null, bodyLimit },
+      { ...deps, store, metering, responses: deps.responses ?? null, bodyLimit },
       hooksOf,
     );
     // The Files and Batch routes, in a scope of their own that also reads multipart forms.
@@ -221,8 +219,6 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
           parts: 16,
         },
       });
-      const store =
-        deps.store ?? storeCalls({ db: () => Promise.reject(new Error("no store configured")) });
       registerManagementRoutes(
         management,
         {

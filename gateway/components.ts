@@ -274,7 +274,6 @@ export async function createGatewayComponents(
     limiter: shared.limiter,
     rateLimits,
     meter: new Meter({ registry: metrics.registry, outbox: usageOutbox }),
-    usageStore: () => store.db(),
     pay,
     responses,
     metrics,

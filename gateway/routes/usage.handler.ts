@@ -10,8 +10,11 @@ import {
   type CostsPage,
   parseQuery,
 } from "../../api/usage.js";
+import { isCodedError } from "../../lib/coded-error.js";
+import type { StoreCalls } from "../batch/store-calls.js";
 import { GatewayErrors } from "../errors.js";
 import type { Database } from "../store/database.js";
+import { isStoreUnreachable } from "../store/store-unreachable.js";
 import { planPage, type PagePlan } from "../usage/page-plan.js";
 import {
   readCompletionsUsage,
@@ -21,8 +24,12 @@ import {
 } from "../usage/usage-reader.js";
 
 export interface UsageDeps {
-  /** The ledger's database; rejects while it cannot be opened. */
-  usageStore: () => Promise<Kysely<Database>>;
+  /**
+   * The store holding the ledger. A usage read is a read: refused at once
+   * while the database is known down, and given up after the read deadline
+   * while it hangs (store-calls.ts).
+   */
+  store: Pick<StoreCalls, "read">;
   now: () => number;
 }
 
@@ -82,12 +89,12 @@ function filtersOf(query: {
   };
 }
 
-async function ledger(deps: UsageDeps): Promise<Kysely<Database>> {
-  try {
-    return await deps.usageStore();
-  } catch {
-    throw GatewayErrors.usageUnavailable();
+/** A ledger that cannot answer now is the usage endpoints' own 503; anything else stays a 500. */
+function unavailable(error: unknown): never {
+  if (isStoreUnreachable(error) || (isCodedError(error) && error.code === "store_unavailable")) {
+    throw Object.assign(GatewayErrors.usageUnavailable(), { cause: error });
   }
+  throw error;
 }
 
 function nextPage(plan: PagePlan): string | null {
@@ -120,13 +127,9 @@ function pageHandler<
     const { query } = parsed;
     const scope = scopeOf(request, query);
     const plan = planOf(query, deps.now());
-    const { buckets, totals } = await read(
-      await ledger(deps),
-      scope,
-      filtersOf(query),
-      query.group_by,
-      plan,
-    );
+    const { buckets, totals } = await deps.store
+      .read((db) => read(db, scope, filtersOf(query), query.group_by, plan))
+      .catch(unavailable);
     return {
       object: "page" as const,
       data: buckets,

@@ -6,7 +6,7 @@ import { timedAnswer } from "../support/timed-answer.js";
 import { gptLine, jsonlOf, openaiClient } from "./support.js";
 
 /**
- * The Files and Batch routes while PostgreSQL hangs (every process stopped,
+ * The Files, Batch and usage routes while PostgreSQL hangs (every process stopped,
  * its port still accepting), as stored responses (store-hang.test.ts): a
  * read is a 503 with Retry-After within the read deadline, then every call
  * at once while the store is known down, instead of waiting out the pool's
@@ -41,7 +41,12 @@ function timed(path: string, method = "GET", form?: FormData) {
   );
 }
 
-describe("Files and Batches while the database hangs", () => {
+/** The usage endpoints' reads: their own 503 code, and their own Retry-After. */
+const USAGE_READS = ["/v1/organization/usage/completions", "/v1/organization/costs"].map(
+  (path) => `${path}?start_time=${Math.floor(Date.now() / 1000) - 86_400}`,
+);
+
+describe("Files, Batches and usage while the database hangs", () => {
   it("answer 503 within the read deadline, then at once, and come back without traffic", async () => {
     const client = openaiClient(p.url, p.keys.acme.key);
     const file = await client.files.create({
@@ -57,6 +62,7 @@ describe("Files and Batches while the database hangs", () => {
     const batchRead = `/v1/batches/${batch.id}`;
     expect((await timed(fileRead)).status).toBe(200);
     expect((await timed(batchRead)).status).toBe(200);
+    for (const usage of USAGE_READS) expect((await timed(usage)).status).toBe(200);
 
     postgres.freeze();
     try {
@@ -70,12 +76,14 @@ describe("Files and Batches while the database hangs", () => {
         timed(fileRead),
         timed(batchRead),
         timed("/v1/files", "POST", form),
+        timed(USAGE_READS[0]!),
       ]);
-      for (const read of first) {
+      for (const read of first.slice(0, 3)) {
         expect(read).toMatchObject({ status: 503, code: "store_unavailable", retryAfter: "1" });
-        // The read's deadline is 5 s; the pool alone held it 10 to 30 s.
-        expect(read.ms).toBeLessThan(8_000);
       }
+      expect(first[3]).toMatchObject({ status: 503, code: "usage_unavailable", retryAfter: "5" });
+      // The read's deadline is 5 s; the pool alone held it 10 to 30 s.
+      for (const read of first) expect(read.ms).toBeLessThan(8_000);
       expect(p.components.store.down).toBe(true);
       // Known down: every call that touches the store is refused at once,
       // the writes before they start.
@@ -96,6 +104,11 @@ describe("Files and Batches while the database hangs", () => {
         });
         expect(again.ms).toBeLessThan(1_000);
       }
+      for (const usage of USAGE_READS) {
+        const again = await timed(usage);
+        expect(again, usage).toMatchObject({ status: 503, code: "usage_unavailable" });
+        expect(again.ms).toBeLessThan(1_000);
+      }
     } finally {
       postgres.thaw();
     }
@@ -106,6 +119,7 @@ describe("Files and Batches while the database hangs", () => {
     expect((await timed(fileRead)).status).toBe(200);
     expect((await timed(batchRead)).status).toBe(200);
     expect((await timed(`${fileRead}/content`)).status).toBe(200);
+    for (const usage of USAGE_READS) expect((await timed(usage)).status).toBe(200);
     expect((await client.files.list()).data.map((listed) => listed.id)).toEqual([file.id]);
   }, 90_000);
 });
