@@ -313,6 +313,14 @@ async function upload(
   try {
     for await (const part of formRead(request.parts())) {
       if (part.type === "field") {
+        // A part without a filename is read as a text field; for 'file'
+        // that is a file sent the wrong way, not an unknown field.
+        if (part.fieldname === "file") {
+          throw HttpErrors.invalidRequest(
+            '\'file\' must be a file: a part with a filename (Content-Disposition: form-data; name="file"; filename="..."), not a text field.',
+            "file",
+          );
+        }
         // A field the form does not have is refused, naming it, as the
         // document's FileUpload (additionalProperties: false) says and as
         // OpenAI refuses an unrecognized argument. Ignored, it was a 200 for a

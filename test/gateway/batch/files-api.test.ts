@@ -363,6 +363,22 @@ describe("the Files API with the openai client", () => {
     expect(after.data.map((f) => f.id)).toEqual(before.data.map((f) => f.id));
   });
 
+  it("refuses 'file' sent as a text field, saying it must be a file, and keeps nothing", async () => {
+    const headers = { "x-api-key": p.keys.acme.key };
+    const before = await client(p.keys.acme.key).files.list();
+    const body = new FormData();
+    body.append("purpose", "batch");
+    // A part without a filename is a text field to a multipart reader.
+    body.append("file", jsonl(1));
+    const res = await fetch(`${p.url}/v1/files`, { method: "POST", headers, body });
+    expect(res.status).toBe(400);
+    const { error } = (await res.json()) as { error: { param: string; message: string } };
+    expect(error).toMatchObject({ type: "invalid_request_error", param: "file" });
+    expect(error.message).toMatch(/^'file' must be a file/);
+    const after = await client(p.keys.acme.key).files.list();
+    expect(after.data.map((f) => f.id)).toEqual(before.data.map((f) => f.id));
+  });
+
   it.each([
     ["purpose", "batch", "user_data"],
     ["expires_after[seconds]", "3600", "7200"],
