@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { EXPIRES_AFTER_SECONDS, fileIdSchema } from "./files.js";
+import { responsesUsageSchema } from "./responses-response.js";
 
 /**
  * The Batch API, in the shape of OpenAI's (`/v1/batches`): a `batch` file of
@@ -91,6 +92,13 @@ export const batchObjectSchema = z
       failed: z.number().int().nonnegative(),
     }),
     metadata: z.record(z.string(), z.string()).nullable(),
+    model: z
+      .string()
+      .optional()
+      .describe("The one model every line names; absent until the input file is validated"),
+    usage: responsesUsageSchema.describe(
+      "The tokens of the completed lines so far, summed as each line's response reports them",
+    ),
   })
   .describe("Batch");
 export type BatchObject = z.infer<typeof batchObjectSchema>;

@@ -1,15 +1,16 @@
 import { sql, type Kysely, type Selectable } from "kysely";
 import { batchIdSchema, type BatchError, type BatchObject } from "../../api/batches.js";
 import type { BatchListQuery } from "../../api/files.js";
+import { usageOf } from "../../api/responses-response.js";
 import { randomHex } from "../../lib/random-hex.js";
 import type { BatchesTable, BatchStatus, Database } from "../store/database.js";
 import { pageOf, type Page } from "./file-store.js";
 import type { Owner } from "./owner.js";
 
 /**
- * Batches in the system of record. `request_counts` are counted from the
- * lines themselves, so they move while the batch runs and can never
- * disagree with the results.
+ * Batches in the system of record. `request_counts` and `usage` are kept
+ * with the results they count (written in the same transaction), so they
+ * move while the batch runs and can never disagree with the results.
  */
 export function newBatchId(): string {
   return `batch_${randomHex(12)}`;
@@ -17,9 +18,17 @@ export function newBatchId(): string {
 
 const seconds = (date: Date | null) => (date ? Math.floor(date.getTime() / 1000) : null);
 
+/** A batch's results so far: lines completed and failed, and the completed lines' tokens. */
 export interface Counts {
   completed: number;
   failed: number;
+  inputTokens: number;
+  cachedTokens: number;
+  outputTokens: number;
+}
+
+export function noCounts(): Counts {
+  return { completed: 0, failed: 0, inputTokens: 0, cachedTokens: 0, outputTokens: 0 };
 }
 
 export function batchObjectOf(row: Selectable<BatchesTable>, counts: Counts): BatchObject {
@@ -45,6 +54,8 @@ export function batchObjectOf(row: Selectable<BatchesTable>, counts: Counts): Ba
     cancelled_at: seconds(row.cancelled_at),
     request_counts: { total: row.total, completed: counts.completed, failed: counts.failed },
     metadata: row.metadata ?? null,
+    ...(row.model === null ? {} : { model: row.model }),
+    usage: usageOf(counts.inputTokens, counts.outputTokens, counts.cachedTokens),
   };
 }
 
@@ -107,14 +118,14 @@ export async function findBatch(
 }
 
 /**
- * Completed and failed lines of each batch: the sums of its counters
- * (migration 0006), written with the results they count.
+ * Each batch's results so far: the sums of its counters (migrations 0006
+ * and 0009), written with the results they count.
  */
 export async function countsOf(
   db: Kysely<Database>,
   ids: readonly string[],
 ): Promise<Map<string, Counts>> {
-  const counts = new Map<string, Counts>(ids.map((id) => [id, { completed: 0, failed: 0 }]));
+  const counts = new Map<string, Counts>(ids.map((id) => [id, noCounts()]));
   if (ids.length === 0) return counts;
   const rows = await db
     .selectFrom("batch_counts")
@@ -122,12 +133,21 @@ export async function countsOf(
       "batch_id",
       eb.fn.sum<string>("completed").as("completed"),
       eb.fn.sum<string>("failed").as("failed"),
+      eb.fn.sum<string>("input_tokens").as("input_tokens"),
+      eb.fn.sum<string>("cached_tokens").as("cached_tokens"),
+      eb.fn.sum<string>("output_tokens").as("output_tokens"),
     ])
     .where("batch_id", "in", ids)
     .groupBy("batch_id")
     .execute();
   for (const row of rows) {
-    counts.set(row.batch_id, { completed: Number(row.completed), failed: Number(row.failed) });
+    counts.set(row.batch_id, {
+      completed: Number(row.completed),
+      failed: Number(row.failed),
+      inputTokens: Number(row.input_tokens),
+      cachedTokens: Number(row.cached_tokens),
+      outputTokens: Number(row.output_tokens),
+    });
   }
   return counts;
 }
@@ -145,7 +165,15 @@ export async function addCounts(
   const rows = [...added]
     .filter(([, c]) => c.completed + c.failed > 0)
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([batch_id, c]) => ({ batch_id, slot, completed: c.completed, failed: c.failed }));
+    .map(([batch_id, c]) => ({
+      batch_id,
+      slot,
+      completed: c.completed,
+      failed: c.failed,
+      input_tokens: c.inputTokens,
+      cached_tokens: c.cachedTokens,
+      output_tokens: c.outputTokens,
+    }));
   if (rows.length === 0) return;
   await db
     .insertInto("batch_counts")
@@ -154,6 +182,9 @@ export async function addCounts(
       conflict.columns(["batch_id", "slot"]).doUpdateSet((eb) => ({
         completed: eb("batch_counts.completed", "+", eb.ref("excluded.completed")),
         failed: eb("batch_counts.failed", "+", eb.ref("excluded.failed")),
+        input_tokens: eb("batch_counts.input_tokens", "+", eb.ref("excluded.input_tokens")),
+        cached_tokens: eb("batch_counts.cached_tokens", "+", eb.ref("excluded.cached_tokens")),
+        output_tokens: eb("batch_counts.output_tokens", "+", eb.ref("excluded.output_tokens")),
       })),
     )
     .execute();

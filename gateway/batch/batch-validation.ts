@@ -19,7 +19,7 @@ import { fileLines } from "./file-store.js";
  * nothing here grows with the file.
  */
 export type LineVerdict =
-  { ok: true; customId: string; body: string } | { ok: false; error: BatchError };
+  { ok: true; customId: string; model: string; body: string } | { ok: false; error: BatchError };
 
 export class BatchLineValidator {
   private readonly schema: RequestBodySchema;
@@ -91,7 +91,7 @@ export class BatchLineValidator {
         "body",
       );
     }
-    return { ok: true, customId: custom_id, body: sent };
+    return { ok: true, customId: custom_id, model: String(body.model), body: sent };
   }
 }
 
@@ -118,6 +118,13 @@ export interface Validation {
   /** Every problem found; the first MAX_LISTED_ERRORS are listed, in line order. */
   errorCount: number;
   errors: BatchError[];
+  /**
+   * The model every good line names, for the Batch object's `model`; null
+   * when they name more than one or none is good. OpenAI's batches run one
+   * model each; ours run each line on its own model, so a batch may mix them
+   * (docs/batch.md).
+   */
+  model: string | null;
 }
 
 /**
@@ -137,7 +144,8 @@ export async function validateLines(
   registry: ModelRegistry,
   bodyLimitBytes: number,
 ): Promise<Validation> {
-  const result: Validation = { total: 0, errorCount: 0, errors: [] };
+  const result: Validation = { total: 0, errorCount: 0, errors: [], model: null };
+  const models = new Set<string>();
   const addError = (error: BatchError) => {
     result.errorCount++;
     if (result.errors.length < MAX_LISTED_ERRORS) result.errors.push(error);
@@ -208,6 +216,7 @@ export async function validateLines(
         addError(verdict.error);
         continue;
       }
+      if (models.size < 2) models.add(verdict.model);
       rows.push({ line_no: line, custom_id: verdict.customId, body: verdict.body });
       if (rows.length >= INSERT_ROWS) await flush();
     }
@@ -230,6 +239,7 @@ export async function validateLines(
       line: null,
     });
   }
+  if (models.size === 1) result.model = [...models][0]!;
   // A duplicate is found when its rows are written, a little after the lines around it.
   result.errors.sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
   const unlisted = result.errorCount - result.errors.length;

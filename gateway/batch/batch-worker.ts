@@ -19,7 +19,7 @@ import type { Upstream } from "../upstream/forward.js";
 import { relayOf } from "../upstream/relay.js";
 import { BatchPacer, LEASE_LINES, leaseSize } from "./batch-pacer.js";
 import { batchCostOf } from "./batch-pricing.js";
-import { addCounts, type Counts } from "./batch-store.js";
+import { addCounts, noCounts, type Counts } from "./batch-store.js";
 import { validateLines } from "./batch-validation.js";
 import {
   sweepAbandonedUploads,
@@ -215,7 +215,7 @@ export class BatchWorker {
         .skipLocked()
         .executeTakeFirst();
       if (!batch) return null;
-      const { total, errorCount, errors } = await validateLines(
+      const { total, errorCount, errors, model } = await validateLines(
         trx,
         batch,
         this.options.registry,
@@ -226,7 +226,13 @@ export class BatchWorker {
         await trx.deleteFrom("batch_lines").where("batch_id", "=", batch.id).execute();
         await trx
           .updateTable("batches")
-          .set({ status: "failed", failed_at: at, errors: JSON.stringify(errors), total: 0 })
+          .set({
+            status: "failed",
+            failed_at: at,
+            errors: JSON.stringify(errors),
+            total: 0,
+            model,
+          })
           .where("id", "=", batch.id)
           .execute();
         this.options.logger.info(
@@ -237,7 +243,7 @@ export class BatchWorker {
       } else {
         await trx
           .updateTable("batches")
-          .set({ status: "in_progress", in_progress_at: at, total })
+          .set({ status: "in_progress", in_progress_at: at, total, model })
           .where("id", "=", batch.id)
           .execute();
         this.options.logger.info({ batch: batch.id, total }, "batch in progress");
@@ -324,7 +330,7 @@ export class BatchWorker {
           SELECT count(*) AS n FROM failed
         `.execute(trx);
         const n = Number(failed.rows[0]?.n ?? 0);
-        await addCounts(trx, FINAL_SLOT, new Map([[batch.id, { completed: 0, failed: n }]]));
+        await addCounts(trx, FINAL_SLOT, new Map([[batch.id, { ...noCounts(), failed: n }]]));
       }
       const file = (kind: "output" | "error") => ({
         owner: { account: batch.account, project: batch.project },
@@ -575,20 +581,30 @@ export class BatchWorker {
           AND l.lease_owner = ${this.id} AND l.state = 'pending'
         RETURNING l.batch_id, l.line_no, l.state
       `.execute(trx);
-      const counts = new Map<string, Counts>();
-      for (const row of written.rows) {
-        const entry = counts.get(row.batch_id) ?? { completed: 0, failed: 0 };
-        if (row.state === "completed") entry.completed++;
-        else entry.failed++;
-        counts.set(row.batch_id, entry);
-      }
-      await addCounts(trx, this.id, counts);
       // A line not written was taken by another worker after this lease
       // expired, or its batch ended: its result is not this one, nor its usage.
       const mine = new Set(written.rows.map((row) => `${row.batch_id}:${row.line_no}`));
       const ledger = done.flatMap(([line, outcome]) =>
         outcome.ledger && mine.has(`${line.batch_id}:${line.line_no}`) ? [outcome.ledger] : [],
       );
+      const counts = new Map<string, Counts>();
+      const countOf = (batchId: string) => {
+        const entry = counts.get(batchId) ?? noCounts();
+        counts.set(batchId, entry);
+        return entry;
+      };
+      for (const row of written.rows) {
+        if (row.state === "completed") countOf(row.batch_id).completed++;
+        else countOf(row.batch_id).failed++;
+      }
+      for (const [line, outcome] of done) {
+        if (!outcome.ledger || !mine.has(`${line.batch_id}:${line.line_no}`)) continue;
+        const entry = countOf(line.batch_id);
+        entry.inputTokens += outcome.ledger.inputTokens;
+        entry.cachedTokens += outcome.ledger.cachedTokens ?? 0;
+        entry.outputTokens += outcome.ledger.outputTokens;
+      }
+      await addCounts(trx, this.id, counts);
       await recordLedgerEntries(trx, ledger);
     });
   }

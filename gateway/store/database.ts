@@ -147,6 +147,8 @@ export interface BatchesTable {
   cancelled_at: Timestamp | null;
   /** How long the output and error files are kept; null: thirty days. */
   output_expires_after_seconds: ColumnType<number | null, number | null | undefined, never>;
+  /** The one model its lines name, once validated (migration 0009). */
+  model: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface BatchLinesTable {
@@ -169,4 +171,8 @@ export interface BatchCountsTable {
   slot: string;
   completed: ColumnType<number, number | undefined, number>;
   failed: ColumnType<number, number | undefined, number>;
+  /** The completed lines' tokens (migration 0009); bigint, read as strings. */
+  input_tokens: ColumnType<string, number | undefined, number>;
+  cached_tokens: ColumnType<string, number | undefined, number>;
+  output_tokens: ColumnType<string, number | undefined, number>;
 }

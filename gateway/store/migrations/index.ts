@@ -7,6 +7,7 @@ import * as cachedTokens from "./0005-cached-tokens.js";
 import * as batchCounts from "./0006-batch-counts.js";
 import * as batchOutputExpiry from "./0007-batch-output-expiry.js";
 import * as fileTombstones from "./0008-file-tombstones.js";
+import * as batchModelAndUsage from "./0009-batch-model-and-usage.js";
 
 /**
  * Every migration, by name, in the order they apply. Listed here rather than
@@ -23,4 +24,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0006-batch-counts": batchCounts,
   "0007-batch-output-expiry": batchOutputExpiry,
   "0008-file-tombstones": fileTombstones,
+  "0009-batch-model-and-usage": batchModelAndUsage,
 };

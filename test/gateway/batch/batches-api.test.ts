@@ -49,7 +49,16 @@ describe("the Batch API with the openai client", () => {
       metadata: { job: "nightly" },
       output_file_id: null,
       error_file_id: null,
+      usage: {
+        input_tokens: 0,
+        input_tokens_details: { cached_tokens: 0 },
+        output_tokens: 0,
+        output_tokens_details: { reasoning_tokens: 0 },
+        total_tokens: 0,
+      },
     });
+    // Not known until the file is validated; and these lines name two models.
+    expect(created).not.toHaveProperty("model");
     expect(created.id).toMatch(/^batch_[0-9a-f]{24}$/);
     expect(created.expires_at! - created.created_at).toBe(86_400);
 
@@ -120,6 +129,25 @@ describe("the Batch API with the openai client", () => {
       costOf(tokens, { inputPerMillionTokens: "1.25", outputPerMillionTokens: "5" }),
     );
 
+    // The batch's usage is its completed lines' tokens, as billed: the
+    // classification lines' too, which their answers' bodies do not carry.
+    const sum = (of: (row: (typeof ledger)[number]) => number) =>
+      ledger.reduce((total, row) => total + of(row), 0);
+    const [input, cached, outputTokens] = [
+      sum((row) => row.input_tokens),
+      sum((row) => row.cached_tokens),
+      sum((row) => row.output_tokens),
+    ];
+    expect(input).toBeGreaterThan(0);
+    expect(done.usage).toEqual({
+      input_tokens: input,
+      input_tokens_details: { cached_tokens: cached },
+      output_tokens: outputTokens,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: input + outputTokens,
+    });
+    expect(done).not.toHaveProperty("model");
+
     const listed: string[] = [];
     for await (const batch of client.batches.list({ limit: 1 })) listed.push(batch.id);
     expect(listed).toContain(done.id);
@@ -151,6 +179,8 @@ describe("the Batch API with the openai client", () => {
     }
     const done = await waitFor(client, (await create(7200)).id, finished);
     expect(done.status).toBe("completed");
+    // Every line names one model: the batch reports it, as OpenAI's do.
+    expect(done.model).toBe("tiny-gpt");
     for (const id of [done.output_file_id, done.error_file_id]) {
       const kept = await client.files.retrieve(id!);
       expect(kept.expires_at! - kept.created_at, id ?? "").toBe(7200);
