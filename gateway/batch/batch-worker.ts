@@ -88,11 +88,27 @@ interface LeasedLine {
   account: string;
   project: string | null;
   key_id: string;
+  /** Its earlier failures at a runtime that had the request. */
+  attempts: number;
 }
 
+/**
+ * A line's result, or a retry a second later: `counted` when a runtime had
+ * the request and failed it, which MAX_LINE_ATTEMPTS bounds; a runtime
+ * that could not be reached, or had no room (503), is waited for until the
+ * window ends.
+ */
 type Outcome =
   | { state: "completed" | "failed"; line: BatchOutputLine; ledger: LedgerEntry | null }
-  | { state: "retry" };
+  | { state: "retry"; counted?: boolean };
+
+/**
+ * Failures at a runtime that had the request before the line is failed
+ * with the last of them: a request that breaks the runtime every time
+ * would otherwise be sent every second until the window ends (and one that
+ * crashes it would take the runtime down as often).
+ */
+export const MAX_LINE_ATTEMPTS = 3;
 
 /** How long output and error files are kept when the batch names no `output_expires_after`. */
 const OUTPUT_FILE_DAYS = 30;
@@ -514,12 +530,12 @@ export class BatchWorker {
     batchId: string,
     from: number,
     count: number,
-  ): Promise<Array<Pick<LeasedLine, "line_no" | "custom_id" | "body">>> {
+  ): Promise<Array<Pick<LeasedLine, "line_no" | "custom_id" | "body" | "attempts">>> {
     const now = new Date(this.now());
     const until = new Date(this.now() + this.options.leaseMs);
     // The pick is a CTE, so it runs once: as an IN (...) subquery the
     // planner may run it again per row, each run skipping other rows.
-    const result = await sql<Pick<LeasedLine, "line_no" | "custom_id" | "body">>`
+    const result = await sql<Pick<LeasedLine, "line_no" | "custom_id" | "body" | "attempts">>`
       WITH picked AS MATERIALIZED (
         SELECT c.line_no FROM batch_lines AS c
         WHERE c.batch_id = ${batchId} AND c.state = 'pending' AND c.line_no >= ${from}
@@ -532,7 +548,7 @@ export class BatchWorker {
       SET lease_owner = ${this.id}, lease_until = ${until}
       FROM picked
       WHERE l.batch_id = ${batchId} AND l.line_no = picked.line_no
-      RETURNING l.line_no, l.custom_id, l.body
+      RETURNING l.line_no, l.custom_id, l.body, l.attempts
     `.execute(db);
     return result.rows;
   }
@@ -553,12 +569,19 @@ export class BatchWorker {
     await db.transaction().execute(async (trx) => {
       if (retry.length > 0) {
         const lines = JSON.stringify(
-          retry.map(([line]) => ({ batch_id: line.batch_id, line_no: line.line_no })),
+          retry.map(([line, outcome]) => ({
+            batch_id: line.batch_id,
+            line_no: line.line_no,
+            counted: outcome.state === "retry" && outcome.counted ? 1 : 0,
+          })),
         );
         // Any worker may try them again after a short while.
         await sql`
-          UPDATE batch_lines AS l SET lease_until = ${new Date(this.now() + RETRY_DELAY_MS)}
-          FROM json_to_recordset(${lines}::json) AS v(batch_id text, line_no integer)
+          UPDATE batch_lines AS l
+          SET lease_until = ${new Date(this.now() + RETRY_DELAY_MS)},
+            attempts = l.attempts + v.counted
+          FROM json_to_recordset(${lines}::json)
+            AS v(batch_id text, line_no integer, counted integer)
           WHERE l.batch_id = v.batch_id AND l.line_no = v.line_no
             AND l.lease_owner = ${this.id} AND l.state = 'pending'
         `.execute(trx);
@@ -609,6 +632,16 @@ export class BatchWorker {
     });
   }
 
+  /** A failure at a runtime that had the request: retried, or the line's result once it is the last allowed. */
+  private attempted(line: LeasedLine, last: () => Outcome): Outcome {
+    if (line.attempts + 1 < MAX_LINE_ATTEMPTS) return { state: "retry", counted: true };
+    this.options.logger.warn(
+      { batch: line.batch_id, line: line.line_no, attempts: MAX_LINE_ATTEMPTS },
+      "batch line failed at its runtime every time; given up",
+    );
+    return last();
+  }
+
   /** Sends one line to a runtime of its model, at batch priority. */
   private async run(line: LeasedLine): Promise<Outcome> {
     const requestId = `batch_req_${randomHex(12)}`;
@@ -639,7 +672,12 @@ export class BatchWorker {
       });
     } catch (error) {
       if (this.stopped) return { state: "retry" };
-      // A runtime that could not be reached, or failed: tried again later, within the window.
+      // The runtime had the request and its connection broke: perhaps this
+      // request broke it. Tried again a few times, then failed.
+      if (isCodedError(error) && error.code === "upstream_error") {
+        return this.attempted(line, () => failed(error.code, error.message));
+      }
+      // No runtime could be reached, or none is ready: waited for, within the window.
       if (isCodedError(error) && error.statusCode !== 408) return { state: "retry" };
       if (isCodedError(error)) return failed(error.code, error.message);
       return { state: "retry" };
@@ -647,12 +685,21 @@ export class BatchWorker {
     this.pacer.observe(Number(answer.headers[INTERACTIVE_LOAD_HEADER] ?? 0) || 0);
     this.lineMs += (performance.now() - sentAt - this.lineMs) / 8;
     const relay = relayOf(answer.status, answer.headers, model.id);
-    if (relay.kind === "error") return { state: "retry" };
     const response = {
       status_code: answer.status,
       request_id: requestId,
       body: parseJson(answer.body),
     };
+    if (relay.kind === "error") {
+      // No room (503) or not this runtime's model (404): waited for, within the window.
+      if (answer.status === 503 || answer.status === 404) return { state: "retry" };
+      // It answered this request with a failure: the last one goes to the error file.
+      return this.attempted(line, () => ({
+        state: "failed",
+        line: { id: requestId, custom_id: line.custom_id, response, error: null },
+        ledger: null,
+      }));
+    }
     if (relay.kind === "client-error") {
       return {
         state: "failed",

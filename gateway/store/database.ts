@@ -162,6 +162,8 @@ export interface BatchLinesTable {
   lease_until: Timestamp | null;
   /** The output line (JSON text) once the line has its result. */
   result: string | null;
+  /** Failures at a runtime that had the request (migration 0010). */
+  attempts: ColumnType<number, number | undefined, number>;
 }
 
 /** Results counted per batch and writer (migration 0006): a batch's counts are its slots' sums. */

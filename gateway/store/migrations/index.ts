@@ -8,6 +8,7 @@ import * as batchCounts from "./0006-batch-counts.js";
 import * as batchOutputExpiry from "./0007-batch-output-expiry.js";
 import * as fileTombstones from "./0008-file-tombstones.js";
 import * as batchModelAndUsage from "./0009-batch-model-and-usage.js";
+import * as batchLineAttempts from "./0010-batch-line-attempts.js";
 
 /**
  * Every migration, by name, in the order they apply. Listed here rather than
@@ -25,4 +26,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0007-batch-output-expiry": batchOutputExpiry,
   "0008-file-tombstones": fileTombstones,
   "0009-batch-model-and-usage": batchModelAndUsage,
+  "0010-batch-line-attempts": batchLineAttempts,
 };

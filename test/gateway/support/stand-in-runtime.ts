@@ -13,21 +13,22 @@ export interface StandInRuntime {
 
 /**
  * A stand-in runtime on loopback serving text-generation `model` on both
- * routes, with `write` answering each request once its body is read: a
- * runtime that fails in ways the real one does not. Its InferenceModel is a
+ * routes, with `write` answering each request once its body is read (and
+ * handed that body): a runtime that fails in ways the real one does not. Its InferenceModel is a
  * new file in the platform's registry folder (the state folder's parent).
  */
 export async function standInRuntime(
   p: Platform,
   model: string,
-  write: (res: ServerResponse, req: IncomingMessage) => void,
+  write: (res: ServerResponse, req: IncomingMessage, body: Buffer) => void,
 ): Promise<StandInRuntime> {
   let hits = 0;
   const server = createServer((req, res) => {
-    req.resume();
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
       hits++;
-      write(res, req);
+      write(res, req, Buffer.concat(chunks));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
