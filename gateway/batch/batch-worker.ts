@@ -11,6 +11,7 @@ import { isCodedError } from "../../lib/coded-error.js";
 import { errorText } from "../../lib/error-text.js";
 import type { Logger } from "../../lib/logger.js";
 import { randomHex } from "../../lib/random-hex.js";
+import { newRequestId } from "../plugins/request-id.js";
 import type { ModelRegistry } from "../registry/registry.js";
 import type { Database } from "../store/database.js";
 import type { LedgerEntry } from "../store/ledger-entry.js";
@@ -644,11 +645,14 @@ export class BatchWorker {
 
   /** Sends one line to a runtime of its model, at batch priority. */
   private async run(line: LeasedLine): Promise<Outcome> {
-    const requestId = `batch_req_${randomHex(12)}`;
+    // The output line's id, and the id of the request made for it (sent to
+    // the runtime, kept in the ledger), as OpenAI's output lines have both.
+    const lineId = `batch_req_${randomHex(12)}`;
+    const requestId = newRequestId();
     const body = JSON.parse(line.body) as { model: string };
     const failed = (code: string, message: string): Outcome => ({
       state: "failed",
-      line: { id: requestId, custom_id: line.custom_id, response: null, error: { code, message } },
+      line: { id: lineId, custom_id: line.custom_id, response: null, error: { code, message } },
       ledger: null,
     });
     const model = this.options.registry.resolve(body.model);
@@ -696,14 +700,14 @@ export class BatchWorker {
       // It answered this request with a failure: the last one goes to the error file.
       return this.attempted(line, () => ({
         state: "failed",
-        line: { id: requestId, custom_id: line.custom_id, response, error: null },
+        line: { id: lineId, custom_id: line.custom_id, response, error: null },
         ledger: null,
       }));
     }
     if (relay.kind === "client-error") {
       return {
         state: "failed",
-        line: { id: requestId, custom_id: line.custom_id, response, error: null },
+        line: { id: lineId, custom_id: line.custom_id, response, error: null },
         ledger: null,
       };
     }
@@ -718,7 +722,7 @@ export class BatchWorker {
     const tokens = relay.usage;
     return {
       state: "completed",
-      line: { id: requestId, custom_id: line.custom_id, response, error: null },
+      line: { id: lineId, custom_id: line.custom_id, response, error: null },
       ledger: {
         responseId,
         requestId,

@@ -98,7 +98,7 @@ async function expectExactlyOnce(
     .where(
       "request_id",
       "in",
-      output.map((line) => line.id),
+      output.map((line) => line.response!.request_id),
     )
     .execute();
   expect(ledger).toHaveLength(total);
