@@ -106,7 +106,12 @@ export type BatchObject = z.infer<typeof batchObjectSchema>;
 /** One line of a batch input file. */
 export const batchInputLineSchema = z
   .object({
-    custom_id: z.string().min(1).max(512),
+    // Kept as text, which cannot hold a NUL (PostgreSQL's text type).
+    custom_id: z
+      .string()
+      .min(1)
+      .max(512)
+      .refine((id) => !id.includes("\u0000"), "must not contain a NUL character"),
     method: z.literal("POST"),
     url: z.string(),
     body: z.record(z.string(), z.unknown()),

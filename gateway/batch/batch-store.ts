@@ -32,7 +32,7 @@ export function noCounts(): Counts {
 }
 
 export function batchObjectOf(row: Selectable<BatchesTable>, counts: Counts): BatchObject {
-  const errors = row.errors as BatchError[] | null;
+  const errors = row.errors === null ? null : (JSON.parse(row.errors) as BatchError[]);
   return {
     id: row.id,
     object: "batch",
@@ -53,7 +53,7 @@ export function batchObjectOf(row: Selectable<BatchesTable>, counts: Counts): Ba
     cancelling_at: seconds(row.cancelling_at),
     cancelled_at: seconds(row.cancelled_at),
     request_counts: { total: row.total, completed: counts.completed, failed: counts.failed },
-    metadata: row.metadata ?? null,
+    metadata: row.metadata === null ? null : (JSON.parse(row.metadata) as Record<string, string>),
     ...(row.model === null ? {} : { model: row.model }),
     usage: usageOf(counts.inputTokens, counts.outputTokens, counts.cachedTokens),
   };

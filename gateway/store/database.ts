@@ -131,8 +131,10 @@ export interface BatchesTable {
   endpoint: string;
   completion_window: string;
   status: BatchStatus;
-  metadata: ColumnType<Record<string, string> | null, string | null, string | null>;
-  errors: ColumnType<unknown, string | null, string | null>;
+  /** JSON text (migration 0011), as the create request gave it. */
+  metadata: string | null;
+  /** JSON text: the line errors of a failed validation. */
+  errors: string | null;
   output_file_id: string | null;
   error_file_id: string | null;
   total: ColumnType<number, number | undefined, number>;

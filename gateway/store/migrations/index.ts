@@ -9,6 +9,7 @@ import * as batchOutputExpiry from "./0007-batch-output-expiry.js";
 import * as fileTombstones from "./0008-file-tombstones.js";
 import * as batchModelAndUsage from "./0009-batch-model-and-usage.js";
 import * as batchLineAttempts from "./0010-batch-line-attempts.js";
+import * as batchJsonAsText from "./0011-batch-json-as-text.js";
 
 /**
  * Every migration, by name, in the order they apply. Listed here rather than
@@ -27,4 +28,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0008-file-tombstones": fileTombstones,
   "0009-batch-model-and-usage": batchModelAndUsage,
   "0010-batch-line-attempts": batchLineAttempts,
+  "0011-batch-json-as-text": batchJsonAsText,
 };

@@ -234,6 +234,44 @@ describe("the Batch API with the openai client", () => {
     expect(lineRows).toEqual([]);
   });
 
+  it("keeps metadata holding any character, NUL included, as it was sent", async () => {
+    // PostgreSQL's jsonb refuses the \u0000 escape: such metadata was a 500.
+    const metadata = { "k\u0000ey": "v\u0000alue", "\u{1F600}": "\u0010 ok" };
+    const created = await submit(client, [gptLine(1)], metadata);
+    expect(created.metadata).toEqual(metadata);
+    expect((await client.batches.retrieve(created.id)).metadata).toEqual(metadata);
+    const listed: Array<Record<string, string> | null | undefined> = [];
+    for await (const batch of client.batches.list()) {
+      if (batch.id === created.id) listed.push(batch.metadata);
+    }
+    expect(listed).toEqual([metadata]);
+    expect((await waitFor(client, created.id, finished)).status).toBe("completed");
+  });
+
+  it("fails a file whose lines hold NUL characters with line errors, and does not get stuck", async () => {
+    const done = await waitFor(
+      client,
+      (
+        await submit(client, [
+          { custom_id: "a\u0000b", body: gptLine(1).body },
+          { ...gptLine(2), url: "/v1/\u0000" },
+          gptLine(3),
+        ])
+      ).id,
+      finished,
+    );
+    expect(done.status).toBe("failed");
+    const byLine = Object.fromEntries(
+      done.errors!.data!.map((e) => [String(e.line), [e.code, e.param]]),
+    );
+    expect(byLine).toEqual({
+      1: ["invalid_request", "custom_id"],
+      2: ["invalid_url", "url"],
+    });
+    // The url is quoted as it was sent.
+    expect(done.errors!.data![1]!.message).toContain("/v1/\u0000");
+  });
+
   it("cancels a running batch: cancelling, then cancelled with the finished results kept", async () => {
     const lines = Array.from({ length: 400 }, (_, n) => nliLine(n));
     const created = await submit(client, lines);
