@@ -4,7 +4,7 @@ import { answerWithin, DEFAULT_READ_TIMEOUT_MS, type StoreState } from "../store
 import type { Database } from "../store/database.js";
 
 /**
- * The store as the Files and Batch routes reach it. Every call is refused
+ * The store as the Files, Batch and usage routes reach it. Every call is refused
  * at once (503 `store_unavailable`) while the store is known down, and one
  * that finds it unreachable marks it down (answer-within.ts). What differs
  * is whether a call may be given up on:
@@ -20,6 +20,13 @@ import type { Database } from "../store/database.js";
 export interface StoreCalls {
   read<T>(work: (db: Kysely<Database>) => Promise<T>): Promise<T>;
   write<T>(work: (db: Kysely<Database>) => Promise<T>): Promise<T>;
+  /**
+   * A read that may take long on a live database (the usage endpoints'
+   * aggregations over the ledger): refused at once while the store is known
+   * down, but without the read deadline, which would answer a slow live
+   * database with a 503 and mark the store down for every route.
+   */
+  slowRead<T>(work: (db: Kysely<Database>) => Promise<T>): Promise<T>;
 }
 
 export interface StoreCallsOptions extends StoreState {
@@ -45,5 +52,6 @@ export function storeCalls(options: StoreCallsOptions): StoreCalls {
         undone: "not read",
       }),
     write: (work) => answerWithin(() => opened().then(work), { ...state, undone: "not written" }),
+    slowRead: (work) => answerWithin(() => opened().then(work), { ...state, undone: "not read" }),
   };
 }

@@ -25,11 +25,12 @@ import {
 
 export interface UsageDeps {
   /**
-   * The store holding the ledger. A usage read is a read: refused at once
-   * while the database is known down, and given up after the read deadline
-   * while it hangs (store-calls.ts).
+   * The store holding the ledger. A usage page is a slow read: refused at
+   * once while the database is known down, and otherwise waited for, since
+   * an aggregation over a large ledger may take longer than the read
+   * deadline on a database that is fine (store-calls.ts).
    */
-  store: Pick<StoreCalls, "read">;
+  store: Pick<StoreCalls, "slowRead">;
   now: () => number;
 }
 
@@ -128,7 +129,7 @@ function pageHandler<
     const scope = scopeOf(request, query);
     const plan = planOf(query, deps.now());
     const { buckets, totals } = await deps.store
-      .read((db) => read(db, scope, filtersOf(query), query.group_by, plan))
+      .slowRead((db) => read(db, scope, filtersOf(query), query.group_by, plan))
       .catch(unavailable);
     return {
       object: "page" as const,
