@@ -94,20 +94,19 @@ interface LeasedLine {
 }
 
 /**
- * A line's result, or a retry a second later: `counted` when a runtime had
- * the request and failed it, which MAX_LINE_ATTEMPTS bounds; a runtime
- * that could not be reached, or had no room (503), is waited for until the
- * window ends.
+ * A line's result, or a retry a second later: `counted` when a runtime
+ * answered the request with a failure (a 5xx but 503), which
+ * MAX_LINE_ATTEMPTS bounds; a runtime that could not be reached, had no
+ * room (503) or dropped the connection is waited for until the window ends.
  */
 type Outcome =
   | { state: "completed" | "failed"; line: BatchOutputLine; ledger: LedgerEntry | null }
   | { state: "retry"; counted?: boolean };
 
 /**
- * Failures at a runtime that had the request before the line is failed
- * with the last of them: a request that breaks the runtime every time
- * would otherwise be sent every second until the window ends (and one that
- * crashes it would take the runtime down as often).
+ * Failures a runtime answered for a line's request before the line is
+ * failed with the last of them: a request the runtime cannot answer would
+ * otherwise be sent every second until the window ends.
  */
 export const MAX_LINE_ATTEMPTS = 3;
 
@@ -633,12 +632,12 @@ export class BatchWorker {
     });
   }
 
-  /** A failure at a runtime that had the request: retried, or the line's result once it is the last allowed. */
+  /** A failure the runtime answered: retried, or the line's result once it is the last allowed. */
   private attempted(line: LeasedLine, last: () => Outcome): Outcome {
     if (line.attempts + 1 < MAX_LINE_ATTEMPTS) return { state: "retry", counted: true };
     this.options.logger.warn(
       { batch: line.batch_id, line: line.line_no, attempts: MAX_LINE_ATTEMPTS },
-      "batch line failed at its runtime every time; given up",
+      "batch line answered with a failure every time; given up",
     );
     return last();
   }
@@ -676,12 +675,10 @@ export class BatchWorker {
       });
     } catch (error) {
       if (this.stopped) return { state: "retry" };
-      // The runtime had the request and its connection broke: perhaps this
-      // request broke it. Tried again a few times, then failed.
-      if (isCodedError(error) && error.code === "upstream_error") {
-        return this.attempted(line, () => failed(error.code, error.message));
-      }
-      // No runtime could be reached, or none is ready: waited for, within the window.
+      // No runtime could be reached, none is ready, or the connection broke
+      // with the request on it: waited for, within the window. A broken
+      // connection is not counted against the line: a runtime that crashes
+      // breaks every request it holds, and which one crashed it is not known.
       if (isCodedError(error) && error.statusCode !== 408) return { state: "retry" };
       if (isCodedError(error)) return failed(error.code, error.message);
       return { state: "retry" };
@@ -695,9 +692,9 @@ export class BatchWorker {
       body: parseJson(answer.body),
     };
     if (relay.kind === "error") {
-      // No room (503) or not this runtime's model (404): waited for, within the window.
-      if (answer.status === 503 || answer.status === 404) return { state: "retry" };
-      // It answered this request with a failure: the last one goes to the error file.
+      // Any but a 5xx answered for this request (503: no room): waited for, within the window.
+      if (answer.status < 500 || answer.status === 503) return { state: "retry" };
+      // The runtime failed this request: the last such answer goes to the error file.
       return this.attempted(line, () => ({
         state: "failed",
         line: { id: lineId, custom_id: line.custom_id, response, error: null },

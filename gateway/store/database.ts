@@ -164,7 +164,7 @@ export interface BatchLinesTable {
   lease_until: Timestamp | null;
   /** The output line (JSON text) once the line has its result. */
   result: string | null;
-  /** Failures at a runtime that had the request (migration 0010). */
+  /** Failures a runtime answered for the line's request (migration 0010). */
   attempts: ColumnType<number, number | undefined, number>;
 }
 
