@@ -110,11 +110,20 @@ export const FILE_ROUTES: readonly RouteSpec[] = [
     responses: {
       200: {
         ...ok("The File object", fileObjectSchema),
-        links: linksById("file_id", {
-          retrieveFile: { operationId: "retrieveFile", description: "The file" },
-          retrieveFileContent: { operationId: "retrieveFileContent", description: "Its content" },
-          deleteFile: { operationId: "deleteFile", description: "Delete it" },
-        }),
+        links: {
+          ...linksById("file_id", {
+            retrieveFile: { operationId: "retrieveFile", description: "The file" },
+            retrieveFileContent: { operationId: "retrieveFileContent", description: "Its content" },
+            deleteFile: { operationId: "deleteFile", description: "Delete it" },
+          }),
+          // A stateful fuzzer otherwise never names a file that exists, and
+          // never gets a batch past its input_file_id check.
+          createBatch: {
+            operationId: "createBatch",
+            description: "A batch of its requests",
+            requestBody: { input_file_id: "$response.body#/id" },
+          },
+        },
       },
       ...managementErrors,
       413: envelope("The file is over 200 MB"),

@@ -23,11 +23,15 @@ export interface ResponseSpec {
   links?: Record<string, LinkSpec>;
 }
 
-/** An OpenAPI link: `parameters` maps a path parameter to a runtime expression. */
+/**
+ * An OpenAPI link: `parameters` maps a path parameter to a runtime
+ * expression; `requestBody` gives body fields the same way.
+ */
 export interface LinkSpec {
   operationId: string;
   description: string;
-  parameters: Record<string, string>;
+  parameters?: Record<string, string>;
+  requestBody?: Record<string, string>;
 }
 
 /** Links from an answer whose body's `id` is the `param` of each operation. */
