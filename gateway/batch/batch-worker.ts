@@ -89,7 +89,7 @@ interface LeasedLine {
   account: string;
   project: string | null;
   key_id: string;
-  /** Its earlier failures at a runtime that had the request. */
+  /** The failures runtimes answered for its request so far (MAX_LINE_ATTEMPTS). */
   attempts: number;
 }
 
