@@ -126,17 +126,9 @@ describe.runIf(SCHEMATHESIS !== undefined)("Schemathesis over /openapi.json (eve
     "/v1/files",
     "/v1/batches",
   ].filter((path) => !only || only.includes(path));
-  /**
-   * The paths a run covers besides its own: a batch needs a file that
-   * exists, so the batches run uploads files too, and its stateful phase
-   * follows an upload's link into `createBatch` with that file's id: the
-   * one way a fuzzed batch gets past its input_file_id check and into
-   * validation and the worker.
-   */
-  const companions: Record<string, string[]> = { "/v1/batches": ["/v1/files"] };
   for (const path of paths) {
     // The route and the paths under it (a stored response's, a file's, a batch's).
-    const covered = `^(${[path, ...(companions[path] ?? [])].join("|")})(/|$)`;
+    const covered = `^${path}(/|$)`;
     it(
       `finds no server error, schema violation or refused valid request on ${path}`,
       async () => {
