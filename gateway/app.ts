@@ -8,7 +8,7 @@ import "../lib/http/reason-phrases.js";
 import type { KeyStore } from "./auth/key-store.js";
 import { batchHandlers } from "./batch/batches.routes.js";
 import { FILE_LIMITS, fileHandlers, type FileLimits } from "./batch/files.routes.js";
-import { storeCalls, type StoreCalls } from "./batch/store-calls.js";
+import { storeCalls, type StoreCalls } from "./store/store-calls.js";
 import { GatewayErrors } from "./errors.js";
 import type { Meter } from "./metering/meter.js";
 import type { GatewayMetrics } from "./metrics.js";

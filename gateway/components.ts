@@ -6,7 +6,7 @@ import { KeyStore } from "./auth/key-store.js";
 import { parseKeysFile } from "./auth/keys-file.js";
 import type { GatewayDeps, PaymentDeps } from "./app.js";
 import { BatchWorker } from "./batch/batch-worker.js";
-import { storeCalls } from "./batch/store-calls.js";
+import { storeCalls } from "./store/store-calls.js";
 import { readSecretFile, readSigningSecrets, type GatewayConfig } from "./config.js";
 import { createHttpSinkSender, isRetryableSinkError } from "./metering/http-sink.js";
 import { Meter } from "./metering/meter.js";

@@ -16,7 +16,7 @@ import {
   ownerOf,
 } from "./files.routes.js";
 import { parseOr400, parseQueryOr400 } from "./parse.js";
-import type { StoreCalls } from "./store-calls.js";
+import type { StoreCalls } from "../store/store-calls.js";
 
 /**
  * The Batch routes (`/v1/batches`): API-key only. Creating a batch records

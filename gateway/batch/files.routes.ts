@@ -43,7 +43,7 @@ import {
 import type { Owner } from "./owner.js";
 import { uploadExpiry, type ExpiresAfterFields } from "./file-expiry.js";
 import { parseQueryOr400 } from "./parse.js";
-import type { StoreCalls } from "./store-calls.js";
+import type { StoreCalls } from "../store/store-calls.js";
 
 /**
  * The Files routes (`/v1/files`): API-key only, owned by the caller's account

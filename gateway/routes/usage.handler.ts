@@ -11,7 +11,7 @@ import {
   parseQuery,
 } from "../../api/usage.js";
 import { isCodedError } from "../../lib/coded-error.js";
-import type { StoreCalls } from "../batch/store-calls.js";
+import type { StoreCalls } from "../store/store-calls.js";
 import { GatewayErrors } from "../errors.js";
 import type { Database } from "../store/database.js";
 import { isStoreUnreachable } from "../store/store-unreachable.js";

@@ -1,6 +1,6 @@
 import type { Kysely } from "kysely";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { storeCalls } from "../../../gateway/batch/store-calls.js";
+import { storeCalls } from "../../../gateway/store/store-calls.js";
 import type { Database } from "../../../gateway/store/database.js";
 import { answerWithin } from "../../../gateway/store/answer-within.js";
 import { StoreUnreachableError } from "../../../gateway/store/store-unreachable.js";

@@ -1,7 +1,7 @@
 import type { Kysely } from "kysely";
 import { GatewayErrors } from "../errors.js";
-import { answerWithin, DEFAULT_READ_TIMEOUT_MS, type StoreState } from "../store/answer-within.js";
-import type { Database } from "../store/database.js";
+import { answerWithin, DEFAULT_READ_TIMEOUT_MS, type StoreState } from "./answer-within.js";
+import type { Database } from "./database.js";
 
 /**
  * The store as the Files, Batch and usage routes reach it. Every call is refused
