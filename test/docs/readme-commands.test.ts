@@ -151,6 +151,20 @@ const COVERAGE: Coverage[] = [
   { command: "npm run bench:prefix", runBy: [[CI, "npm run bench:prefix -- --quick"]] },
   { command: "npm run bench:streaming", runBy: [[CI, "npm run bench:streaming -- --quick"]] },
   { command: "npm run bench:batch", runBy: [[CI, "npm run bench:batch -- --quick"]] },
+  // `npm test` runs the fuzz file with its defaults; the README's variables
+  // only change which paths, for how long and from which seed.
+  {
+    command: "MODELGATE_FUZZ_PATHS=",
+    runBy: [
+      [CI, "npm test"],
+      [
+        "test/fuzz/schemathesis.test.ts",
+        "process.env.MODELGATE_FUZZ_PATHS",
+        "process.env.MODELGATE_FUZZ_SECONDS",
+        "process.env.MODELGATE_FUZZ_SEED",
+      ],
+    ],
+  },
   // The CI entry point itself: what a CI job runs on a clean clone.
   { command: "bash .ci/run", runBy: [[CI, "npm ci", "npm test"]] },
 ];
