@@ -28,8 +28,9 @@ import { storyRequest } from "./story-request.js";
 
 const quick = process.argv.includes("--quick");
 // Rounds of (b), each a few tens of milliseconds: cheap enough that even
-// --quick takes a hundred rounds of one client and of sixteen at once, and
-// ten of sixteen independent clients (a round of those lasts about a second).
+// --quick takes a hundred rounds of one client, three hundred of sixteen at
+// once, and ten of sixteen independent clients (a round of those lasts about
+// a second), after six hundred rounds of warm-up.
 const ROUNDS = quick ? 5 : 10;
 // Pairs of (a): each ratio is noisy on a shared machine (ten quick pairs
 // still moved the median by 3 to 4 per cent between runs minutes apart), so

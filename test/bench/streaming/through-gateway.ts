@@ -78,9 +78,11 @@ interface Point {
  */
 function pointsOf(rounds: number): Point[] {
   return [
-    // A hundred rounds in a quick run: at sixteen at once the per-round
-    // difference spreads over tens of ms, and thirty rounds moved the p50
-    // by more than 1 ms from run to run.
+    // A hundred rounds of one client in a quick run, three hundred of
+    // sixteen at once: there the per-round difference spreads over tens of
+    // ms, thirty rounds moved the p50 by more than 1 ms from run to run, and
+    // a hundred left a 95% interval about ±0.35 ms wide, as wide as the runs
+    // themselves differed.
     {
       name: "1 client",
       clients: 1,
@@ -92,7 +94,7 @@ function pointsOf(rounds: number): Point[] {
       name: "16 clients",
       clients: 16,
       arrivals: { kind: "burst" },
-      rounds: rounds * 20,
+      rounds: rounds * 60,
       judged: true,
     },
     {
@@ -106,6 +108,20 @@ function pointsOf(rounds: number): Point[] {
 }
 
 export type Row = [string, string, string];
+
+/**
+ * Rounds of sixteen at once on every side before the first point, and how
+ * many of them at each end are compared. A gateway in service runs code V8
+ * has long since optimized; one that has answered a few hundred streams does
+ * not yet: traced, V8 was still compiling the request path (hundreds of
+ * Maglev and TurboFan jobs, on helper threads that share the gateway's core)
+ * for the first few thousand streams, and the gateway's CPU per stream and
+ * the added first-token time fell with them (docs/streaming-measurements.md,
+ * "Twenty-first session"). Counted in rounds, not seconds: V8 tiers up on
+ * how often code runs, so a slower machine needs no more of them.
+ */
+const WARM_ROUNDS = 600;
+const WARM_COMPARED = 50;
 
 const MODEL = "tiny-gpt";
 const ASK = { model: MODEL, input: "Hello", temperature: 0, max_output_tokens: 8, stream: true };
@@ -345,9 +361,23 @@ export async function gatewayStreamingSection(options: GatewayStreamingOptions):
       unstored: gateway.url,
     };
     const quiet = [runtime.pid, relay.pid, floor.pid, gateway.pid];
+    const warm = (rounds: number) =>
+      measure(agent, bursts!, origins, gateway!, quiet, setup.apiKey, maxClients, rounds);
+    // Before the first layout: the JIT of every Node process of the sides.
+    // Its ends are reported, so that a run shows what the warm-up took off.
+    const early = await warm(WARM_COMPARED);
+    await warm(WARM_ROUNDS - 2 * WARM_COMPARED);
+    const late = await warm(WARM_COMPARED);
+    const addedOf = (m: Measured) => median(m.firsts.through) - median(m.firsts.direct);
+    const perStream = (m: Measured) => (m.cpuPerStream.through * 1000).toFixed(2);
+    rows.push([
+      `gateway warm-up, ${maxClients} clients, shared`,
+      `${WARM_ROUNDS} rounds: gateway CPU ${perStream(early)} ms per whole stream in the first ${WARM_COMPARED}, ${perStream(late)} ms in the last ${WARM_COMPARED}`,
+      `first token added ${signed(addedOf(early))} ms, then ${signed(addedOf(late))} ms (informative: not measured until warm)`,
+    ]);
     const run = async (layout: string) => {
-      // Warm: JIT, connections on every side, the ledger's first writes.
-      await measure(agent, bursts!, origins, gateway!, quiet, setup.apiKey, maxClients, 4);
+      // Connections on every side, and the layout's caches, after the re-pinning.
+      await warm(4);
       for (const point of pointsOf(options.rounds)) {
         const m = await measure(
           agent,
