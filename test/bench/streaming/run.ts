@@ -39,6 +39,7 @@ const ROUNDS = quick ? 5 : 10;
 // four runs), the informative one twelve. Even numbers, so that each side
 // goes first equally often.
 const PAIRS = { judged: quick ? 48 : 60, informative: quick ? 12 : 30 };
+const WARM_PAIRS = 8;
 
 interface Timed {
   firstMs: number;
@@ -156,8 +157,14 @@ async function runtimeSection(layout: Layout, judged: boolean): Promise<void> {
     }
     const body = storyRequest(modelId, 64);
     const url = `${runtime.url}/v1/responses`;
-    await timed(url, body); // warm
-    await timed(url, { ...body, stream: true });
+    // Warm: V8 compiles the decode loop's JavaScript and the stream's on
+    // helper threads that share the runtime's core, 5 to 21 ms of a request
+    // over its first eight pairs and about 1 ms after
+    // (docs/streaming-measurements.md, "Twenty-first session").
+    for (let i = 0; i < WARM_PAIRS; i++) {
+      await timed(url, body);
+      await timed(url, { ...body, stream: true });
+    }
     const whole: Timed[] = [];
     const streamed: Timed[] = [];
     // The runtime's CPU seconds (all threads) per request of each kind: the
