@@ -1,9 +1,9 @@
 import { execFile } from "node:child_process";
-import { mkdtemp, readFile, stat } from "node:fs/promises";
+import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { generateFixtures } from "../fixtures/generate.js";
 import { startDev } from "../support/dev-process.js";
 
@@ -27,9 +27,20 @@ async function runCurls(curls: string[]): Promise<void> {
 }
 
 describe("modelgate dev (the README's first command)", () => {
+  // Each run's state folder (the embedded store alone is tens of MB), removed at the end.
+  const stateDirs: string[] = [];
+  const newStateDir = async () => {
+    const dir = await mkdtemp(join(tmpdir(), "dev-"));
+    stateDirs.push(dir);
+    return dir;
+  };
+  afterAll(async () => {
+    for (const dir of stateDirs) await rm(dir, { recursive: true, force: true });
+  });
+
   it("starts the platform, prints curl lines that answer as written, and stops everything on Ctrl-C", async () => {
     await generateFixtures();
-    const stateDir = await mkdtemp(join(tmpdir(), "dev-"));
+    const stateDir = await newStateDir();
     const dev = await startDev(stateDir);
     try {
       const { lines } = dev;
@@ -55,7 +66,7 @@ describe("modelgate dev (the README's first command)", () => {
   }, 120_000);
 
   it("says the built-in models have random weights and how to serve the real ones", async () => {
-    const dev = await startDev(await mkdtemp(join(tmpdir(), "dev-")));
+    const dev = await startDev(await newStateDir());
     try {
       const text = dev.lines.join("\n");
       expect(text).toMatch(/random weights/);
@@ -68,7 +79,7 @@ describe("modelgate dev (the README's first command)", () => {
   }, 120_000);
 
   it("keeps the demo key and payment secret across restarts, so copied curl lines keep working", async () => {
-    const stateDir = await mkdtemp(join(tmpdir(), "dev-"));
+    const stateDir = await newStateDir();
     const first = await startDev(stateDir);
     const firstCurls = first.lines.filter((l) => l.startsWith("curl "));
     const firstKey = first.apiKey;

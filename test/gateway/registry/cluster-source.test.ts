@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -214,6 +214,7 @@ afterAll(async () => {
   await components?.close();
   await provider?.close();
   for (const remove of removers) await remove();
+  if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 describe("the registry's cluster source (all namespaces)", () => {
