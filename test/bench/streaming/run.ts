@@ -159,7 +159,7 @@ async function runtimeSection(layout: Layout, judged: boolean): Promise<void> {
     const url = `${runtime.url}/v1/responses`;
     // Warm: V8 compiles the decode loop's JavaScript and the stream's on
     // helper threads that share the runtime's core, 5 to 21 ms of a request
-    // over its first eight pairs and about 1 ms after
+    // over its first nine pairs and about 1 ms after
     // (docs/streaming-measurements.md, "Twenty-first session").
     for (let i = 0; i < WARM_PAIRS; i++) {
       await timed(url, body);
